@@ -1,0 +1,259 @@
+"""The pages of the server (not capabilities): home, `/api/v1`, `/openapi.json`, `/swagger`, `/docs/`.
+
+A quart-trio app. Every failure is the same ErrorBody the capability routes send.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import html
+import mimetypes
+import subprocess
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from markdown_it import MarkdownIt
+from quart import Response, request
+from quart_trio import QuartTrio
+
+from svc._errors import MethodNotAllowed, NotFound, SvcError
+from svc._version import __version__
+from svc.api._http import error_response
+from svc.registry import Runtime, openapi_json
+
+__all__ = ["build_pages", "home_document"]
+
+_SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+_SWAGGER_FILES = frozenset(
+    {"swagger-ui-bundle.js", "swagger-ui.css", "svc-swagger.js", "favicon-32x32.png", "LICENSE", "NOTICE"}
+)
+SURFACES: tuple[dict[str, str], ...] = (
+    {"id": "api", "title": "Capability registry (HTTP)", "path": "/api/v1", "category": "api"},
+    {"id": "openapi", "title": "OpenAPI 3.1 document", "path": "/openapi.json", "category": "api"},
+    {"id": "swagger", "title": "Swagger UI", "path": "/swagger", "category": "page"},
+    {"id": "docs", "title": "Repository documentation", "path": "/docs/", "category": "page"},
+    {"id": "mcp", "title": "MCP over HTTP", "path": "/mcp", "category": "mcp"},
+    {"id": "events", "title": "Live channel of executions (WebSocket)", "path": "/events", "category": "stream"},
+    {"id": "cockpit", "title": "Cockpit", "path": "/cockpit", "category": "page"},
+)
+
+
+def _json_response(data: Any, status: int = 200) -> Response:
+    return Response(msgspec.json.encode(data), status=status, content_type="application/json")
+
+
+def _error(exc: SvcError) -> Response:
+    status, headers, body = error_response(exc)
+    return Response(body, status=status, headers={k.decode(): v.decode() for k, v in headers})
+
+
+def _page(title: str, body: str) -> Response:
+    document = (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"<meta name=viewport content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
+        "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;"
+        "color:#1b1f24}a{color:#0550ae}code,pre{font:14px ui-monospace,monospace;background:#f4f5f7}"
+        "pre{padding:.75rem;overflow:auto}table{border-collapse:collapse}td,th{border:1px solid #d0d7de;"
+        "padding:.3rem .6rem;text-align:left}.muted{color:#57606a}</style></head><body>"
+        f"{body}</body></html>"
+    )
+    return Response(document, content_type="text/html; charset=utf-8", headers=_SECURITY_HEADERS)
+
+
+@functools.cache
+def _git_repository_id(common_dir: str | None) -> str | None:
+    if common_dir is None:
+        return None
+    return hashlib.sha256(b"svc-git/v1\n" + common_dir.encode()).hexdigest()[:32]
+
+
+@functools.cache
+def _source_dirty() -> bool | None:
+    source = Path(__file__).resolve().parents[3]
+    if not (source / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            check=True,
+            timeout=5,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.strip())
+
+
+def home_document(runtime: Runtime, served: frozenset[str]) -> dict[str, Any]:
+    """The JSON answer of `GET /`: what this server is and every surface it offers."""
+    repo = runtime.repository
+    common = str(repo.common_dir) if repo.common_dir is not None else None
+    return {
+        "name": "svc",
+        "version": __version__,
+        "commit": runtime.commit,
+        "dirty": _source_dirty(),
+        "stale": runtime.stale(),
+        "description": "The capability registry of this repository's AI layer, on 127.0.0.1.",
+        "reference": "/api/v1",
+        "repository": repo.name,
+        "repository_id": repo.id,
+        "git_repository_id": _git_repository_id(common),
+        "linked_worktree": repo.git_dir is not None and repo.git_dir != repo.common_dir,
+        "layer": repo.has_layer,
+        "surfaces": [
+            {**s, "visibility": "public", "kind": "route", "ready": s["id"] in served} for s in SURFACES
+        ],
+        "leaseholder": runtime.server.leaseholder,
+    }
+
+
+def _home_html(doc: dict[str, Any]) -> Response:
+    rows = "".join(
+        f"<tr><td><a href='{html.escape(s['path'])}'>{html.escape(s['path'])}</a></td>"
+        f"<td>{html.escape(s['title'])}</td><td>{'ready' if s['ready'] else 'not served'}</td></tr>"
+        for s in doc["surfaces"]
+    )
+    note = (
+        ""
+        if doc["layer"]
+        else "<p><strong>This checkout has no <code>.ai/</code> folder</strong>: the registry is served, "
+        "but there is no layer content to read.</p>"
+    )
+    body = (
+        f"<h1>svc <span class=muted>{html.escape(doc['version'])}</span></h1>"
+        f"<p>Serving <strong>{html.escape(doc['repository'])}</strong>. {html.escape(doc['description'])}</p>"
+        f"{note}<table><tr><th>path</th><th>surface</th><th>state</th></tr>{rows}</table>"
+        "<p class=muted>Every route answers JSON; every capability is also an MCP tool and a CLI command "
+        "where its exposure says so.</p>"
+    )
+    return _page("svc", body)
+
+
+def _wants_html() -> bool:
+    accept = request.headers.get("Accept", "")
+    return "text/html" in accept
+
+
+def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
+    """The page app of one runtime; `served` names the surfaces this process offers."""
+    app = QuartTrio("svc", static_folder=None)
+    app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
+    markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
+    swagger = resources.files("svc.api") / "static" / "swagger"
+
+    @app.errorhandler(404)
+    async def not_found(_: Exception) -> Response:
+        return _error(NotFound(f"no route {request.path}; see / and /api/v1"))
+
+    @app.errorhandler(405)
+    async def not_allowed(_: Exception) -> Response:
+        return _error(MethodNotAllowed(f"{request.path} answers GET, not {request.method}", allow=("GET",)))
+
+    @app.errorhandler(SvcError)
+    async def svc_error(exc: SvcError) -> Response:
+        return _error(exc)
+
+    @app.get("/")
+    async def home() -> Response:
+        doc = home_document(runtime, served)
+        return _home_html(doc) if _wants_html() else _json_response(doc)
+
+    @app.get("/api/v1")
+    async def api_index() -> Response:
+        registry = runtime.registry
+        routes = [
+            {"method": c.exposure.http.method, "path": c.exposure.http.path, "capability": c.id, "title": c.title}
+            for c in registry.capabilities
+            if c.exposure.http is not None
+        ]
+        return _json_response(
+            {
+                "description": "Every capability route of this server; each operationId is a capability id.",
+                "openapi": "/openapi.json",
+                "swagger": "/swagger",
+                "routes": sorted(routes, key=lambda r: (r["path"], r["method"])),
+            }
+        )
+
+    @app.get("/openapi.json")
+    async def openapi() -> Response:
+        return Response(openapi_json(runtime.registry), content_type="application/json")
+
+    @app.get("/swagger")
+    async def swagger_page() -> Response:
+        body = (
+            "<!doctype html><html lang=en><head><meta charset=utf-8><title>svc — Swagger UI</title>"
+            "<link rel=stylesheet href=/swagger/assets/swagger-ui.css>"
+            "<link rel=icon href=/swagger/assets/favicon-32x32.png></head><body><div id=swagger-ui></div>"
+            "<script src=/swagger/assets/swagger-ui-bundle.js></script>"
+            "<script src=/swagger/assets/svc-swagger.js></script></body></html>"
+        )
+        return Response(body, content_type="text/html; charset=utf-8", headers=_SECURITY_HEADERS)
+
+    @app.get("/swagger/assets/<name>")
+    async def swagger_asset(name: str) -> Response:
+        if name not in _SWAGGER_FILES:
+            raise NotFound(f"no Swagger UI asset {name!r}")
+        data = (swagger / name).read_bytes()
+        kind = mimetypes.guess_type(name)[0] or "text/plain"
+        headers = {**_SECURITY_HEADERS, "Cache-Control": "public, max-age=86400"}
+        return Response(data, content_type=kind, headers=headers)
+
+    @app.get("/docs")
+    async def docs_root() -> Response:
+        return Response("", status=308, headers={"Location": "/docs/"})
+
+    @app.get("/docs/")
+    @app.get("/docs/<path:rel>")
+    async def docs(rel: str = "") -> Response:
+        return _docs_response(runtime, markdown, rel)
+
+    return app
+
+
+def _docs_response(runtime: Runtime, markdown: MarkdownIt, rel: str) -> Response:
+    root = (runtime.repository.root / "docs").resolve()
+    parts = [p for p in rel.split("/") if p]
+    if rel.startswith("/") or any(p in ("..", ".") for p in parts) or "\\" in rel:
+        raise NotFound(f"no document {rel!r}")
+    target = root.joinpath(*parts) if parts else root
+    try:
+        resolved = target.resolve(strict=True)
+    except (FileNotFoundError, RuntimeError, OSError):
+        raise NotFound(f"no document docs/{rel}") from None
+    if not resolved.is_relative_to(root):
+        raise NotFound(f"no document docs/{rel}")
+    if resolved.is_dir():
+        for index in ("README.md", "index.md"):
+            if (resolved / index).is_file():
+                return _markdown_page(markdown, resolved / index, rel)
+        return _listing(root, resolved)
+    if resolved.suffix == ".md":
+        return _markdown_page(markdown, resolved, rel)
+    kind = mimetypes.guess_type(resolved.name)[0] or "application/octet-stream"
+    return Response(resolved.read_bytes(), content_type=kind, headers=_SECURITY_HEADERS)
+
+
+def _markdown_page(markdown: MarkdownIt, path: Path, rel: str) -> Response:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.name)
+    return _page(title, f"<p class=muted><a href='/docs/'>docs</a> / {html.escape(rel)}</p>" + markdown.render(text))
+
+
+def _listing(root: Path, directory: Path) -> Response:
+    items = []
+    for child in sorted(directory.iterdir()):
+        if child.name.startswith("."):
+            continue
+        rel = child.relative_to(root).as_posix() + ("/" if child.is_dir() else "")
+        items.append(f"<li><a href='/docs/{html.escape(rel)}'>{html.escape(rel)}</a></li>")
+    heading = directory.relative_to(root).as_posix()
+    return _page("docs", f"<h1>docs/{html.escape('' if heading == '.' else heading)}</h1><ul>{''.join(items)}</ul>")

@@ -1,0 +1,83 @@
+"""Serving the HTTP app with hypercorn's trio worker on 127.0.0.1 (8741 first, else the next free port)."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+from functools import partial
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from svc.api._http import SvcApp
+from svc.api._pages import build_pages
+from svc.registry import Executor
+
+__all__ = ["DEFAULT_PORT", "bind_loopback", "serve_http"]
+
+DEFAULT_PORT = 8741
+PORT_ATTEMPTS = 64
+GRACE_SECONDS = 1.0
+SERVED = frozenset({"api", "openapi", "swagger", "docs"})
+
+_log = logging.getLogger("svc.server")
+
+
+def bind_loopback(port: int = DEFAULT_PORT) -> socket.socket:
+    """A listening-ready TCP socket on 127.0.0.1: `port`, else the next free one (0 = any).
+
+    Raises:
+        OSError: no port of the range could be bound.
+    """
+    last: OSError | None = None
+    candidates = [0] if port == 0 else range(port, min(port + PORT_ATTEMPTS, 65536))
+    for candidate in candidates:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            sock.bind(("127.0.0.1", candidate))
+        except OSError as exc:
+            sock.close()
+            if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
+                raise
+            last = exc
+            continue
+        sock.listen(128)
+        return sock
+    raise OSError(errno.EADDRINUSE, f"no free port in {port}..{port + PORT_ATTEMPTS - 1} on 127.0.0.1") from last
+
+
+async def serve_http(
+    executor: Executor,
+    *,
+    port: int = DEFAULT_PORT,
+    shutdown: trio.Event,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until `shutdown` is set; `task_status.started(url)` once bound.
+
+    Shutdown drains open requests for at most one second.
+    """
+    sock = bind_loopback(port)
+    bound = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{bound}"
+    config = Config()
+    config.bind = [f"fd://{sock.detach()}"]
+    config.graceful_timeout = GRACE_SECONDS
+    config.accesslog = None
+    errorlog = logging.getLogger("svc.hypercorn")
+    errorlog.setLevel(logging.WARNING)
+    config.errorlog = errorlog
+    config.include_server_header = False
+    app = SvcApp(executor, build_pages(executor.runtime, SERVED))
+    executor.runtime.server.url = url
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(partial(serve, app, config, shutdown_trigger=shutdown.wait))
+            _log.info("svc: serving %s", url)
+            task_status.started(url)
+    finally:
+        executor.runtime.server.url = None

@@ -1,0 +1,28 @@
+"""The builtin capabilities, one module per spec group: declaration and handler, nothing else."""
+
+from __future__ import annotations
+
+import functools
+
+from svc.capabilities import _artifacts, _health, _introspection, _release
+from svc.registry import Capability, Module, Registry, build_registry
+
+__all__ = ["builtin_capabilities", "builtin_modules", "builtin_registry"]
+
+_GROUPS = (_artifacts, _introspection, _health, _release)
+
+
+def builtin_modules() -> tuple[Module, ...]:
+    """The module of every builtin group."""
+    return tuple(group.MODULE for group in _GROUPS)
+
+
+def builtin_capabilities() -> tuple[Capability, ...]:
+    """Every builtin capability declaration."""
+    return tuple(cap for group in _GROUPS for cap in group.CAPABILITIES)
+
+
+@functools.cache
+def builtin_registry() -> Registry:
+    """The validated, frozen registry of the builtin capabilities (built once per process)."""
+    return build_registry(builtin_modules(), builtin_capabilities())

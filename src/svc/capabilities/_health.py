@@ -1,0 +1,298 @@
+"""`health.*`: liveness (no I/O), readiness (resident state only) and the full health report."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+import trio
+
+from svc._version import __version__
+from svc.capabilities._artifacts import compare, report
+from svc.capabilities._artifacts import ArtifactsInput
+from svc.layer import YamlError, load_yaml, pid_alive, read_lease, read_manifest
+from svc.registry import (
+    Cache,
+    Capability,
+    Context,
+    Example,
+    Exposure,
+    HttpExposure,
+    McpExposure,
+    McpResource,
+    Module,
+    NoInput,
+    Runtime,
+)
+
+MODULE = Module(
+    id="health",
+    title="Health",
+    description="Whether svc is alive, ready, and how the layer, registry, Git, documents and server stand.",
+)
+_SOURCE = "src/svc/capabilities/_health.py"
+
+Status = Literal["ok", "warn", "fail", "unknown"]
+_ORDER: dict[str, int] = {"ok": 0, "warn": 1, "fail": 2, "unknown": 3}
+
+
+class Liveness(msgspec.Struct, frozen=True, kw_only=True):
+    """The process answers; which version answered."""
+
+    alive: bool
+    version: str
+    commit: str | None
+
+
+class Readiness(msgspec.Struct, frozen=True, kw_only=True):
+    """Resident state only: the registry and the layer index are built."""
+
+    ready: bool
+    version: str
+    commit: str | None
+    capabilities: int
+    objects: int
+    layer: Literal["ok", "warn", "fail"]
+    stale: bool
+
+
+class HealthCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """One check: its status, what decided it, the evidence and any findings."""
+
+    id: str
+    title: str
+    status: Status
+    detail: str
+    decided_by: str
+    evidence: list[str]
+    findings: list[str]
+
+
+class HealthTallies(msgspec.Struct, frozen=True, kw_only=True):
+    """Checks per status."""
+
+    ok: int
+    warn: int
+    fail: int
+    unknown: int
+
+
+class Health(msgspec.Struct, frozen=True, kw_only=True):
+    """`health.report`: the worst status wins (ok < warn < fail < unknown)."""
+
+    status: Status
+    tallies: HealthTallies
+    checks: list[HealthCheck]
+
+
+async def live(ctx: Context, params: NoInput) -> Liveness:
+    """Answer without touching the disk, the index or the network."""
+    return Liveness(alive=True, version=__version__, commit=ctx.runtime.commit)
+
+
+def _layer_status(runtime: Runtime) -> Literal["ok", "warn", "fail"]:
+    state = read_manifest(runtime.repository).state
+    return "ok" if state == "ok" else "fail" if state == "fail" else "warn"
+
+
+async def ready(ctx: Context, params: NoInput) -> Readiness:
+    """Answer from resident state: registry size, index size, layer verdict, executable freshness."""
+    runtime = ctx.runtime
+    stale = runtime.stale()
+    count = len(runtime.registry)
+    return Readiness(
+        ready=count > 0 and not stale,
+        version=__version__,
+        commit=runtime.commit,
+        capabilities=count,
+        objects=len(runtime.index()),
+        layer=_layer_status(runtime),
+        stale=stale,
+    )
+
+
+def _check(
+    id: str, title: str, status: Status, detail: str, decided_by: str, *, evidence: list[str] | None = None,
+    findings: list[str] | None = None,
+) -> HealthCheck:
+    return HealthCheck(
+        id=id,
+        title=title,
+        status=status,
+        detail=detail,
+        decided_by=decided_by,
+        evidence=evidence or [],
+        findings=findings or [],
+    )
+
+
+def _layer_check(runtime: Runtime) -> HealthCheck:
+    reading = read_manifest(runtime.repository)
+    title = "The .ai/ layer"
+    if reading.state == "fail":
+        return _check("layer", title, "fail", "the manifest is refused, so the layer reads as absent",
+                      ".ai/manifest.yaml", findings=list(reading.problems))
+    if not runtime.repository.has_layer:
+        return _check("layer", title, "warn", "this checkout has no .ai/ folder; there is no layer to serve",
+                      ".ai/", findings=["create .ai/manifest.yaml (schema: ai-repository/v1) to start a layer"])
+    if reading.state == "absent":
+        return _check("layer", title, "warn", ".ai/ has no manifest; the default sections apply",
+                      ".ai/manifest.yaml", findings=["add .ai/manifest.yaml with schema: ai-repository/v1"])
+    index = runtime.index()
+    return _check("layer", title, "ok", f"manifest valid; {len(index)} tracked layer files indexed",
+                  ".ai/manifest.yaml", evidence=[f"sections: {', '.join(sorted(reading.sections))}"])
+
+
+def _scope_check(runtime: Runtime) -> HealthCheck:
+    reading = read_manifest(runtime.repository)
+    rel = ".ai/" + reading.sections.get("scope", "repo/scope.yaml")
+    title = "Scope declaration"
+    try:
+        raw = (runtime.repository.root / rel).read_bytes()
+    except OSError:
+        return _check("scope", title, "warn", f"{rel} is absent; nothing declares what the layer governs", rel)
+    try:
+        data = load_yaml(raw)
+    except YamlError:
+        return _check("scope", title, "fail", f"{rel} is not YAML", rel)
+    if not isinstance(data, dict):
+        return _check("scope", title, "fail", f"{rel} is not a mapping", rel)
+    return _check("scope", title, "ok", f"{rel} parses ({len(data)} keys)", rel, evidence=sorted(map(str, data)))
+
+
+def _git_check(runtime: Runtime) -> HealthCheck:
+    repo = runtime.repository
+    title = "Git checkout"
+    if repo.git_dir is None:
+        return _check("git", title, "warn", "not a Git work tree: heads, branches and generations of refs are "
+                      "not tracked", "git directory")
+    state = repo.git()
+    if state.head is None:
+        return _check("git", title, "warn", "the repository has no commit yet", "HEAD")
+    branch = state.branch or "DETACHED"
+    return _check("git", title, "ok", f"HEAD {state.head[:12]} on {branch}", "HEAD",
+                  evidence=[f"head: {state.head}", f"branch: {branch}"])
+
+
+def _benchmark_check(runtime: Runtime) -> HealthCheck:
+    caps = runtime.registry.capabilities
+    required = [c for c in caps if c.benchmark.policy != "waived"]
+    without = [c.id for c in required if not c.examples]
+    waived = [f"{c.id}: {c.benchmark.reason}" for c in caps if c.benchmark.policy == "waived"]
+    status: Status = "fail" if without else "ok"
+    return _check("benchmark-coverage", "Benchmark coverage", status,
+                  f"{len(required)} capabilities are benchmark cases, {len(waived)} waived",
+                  "registry examples", evidence=waived, findings=[f"{i} has no example" for i in without])
+
+
+def _generated_check(runtime: Runtime) -> HealthCheck:
+    derived, on_disk = compare(runtime.repository, runtime.registry)
+    answer = report(derived, on_disk, ArtifactsInput())
+    status: Status = {"current": "ok", "not_generated": "ok", "unverified": "warn", "missing": "warn"}.get(
+        answer.verdict, "fail"
+    )
+    detail = {
+        "not_generated": "this checkout commits no generated documents of svc",
+        "current": "every committed document matches the registry",
+    }.get(answer.verdict, f"the committed documents are {answer.verdict}: run `svc generate`")
+    findings = [f"{a.path} is {a.state}" for a in answer.artifacts if a.state not in ("current",)]
+    return _check("generated-registry", "Generated documents", status, detail, "svc generate --check",
+                  evidence=[f"verdict: {answer.verdict}"], findings=findings if answer.verdict != "not_generated"
+                  else [])
+
+
+def _server_check(runtime: Runtime) -> HealthCheck:
+    title = "Server"
+    if runtime.server.url is not None:
+        return _check("server", title, "ok", f"this process serves {runtime.server.url}", "this process")
+    lease = read_lease(runtime.repository)
+    if lease is not None and pid_alive(lease.pid) and lease.url is not None:
+        return _check("server", title, "ok", f"pid {lease.pid} serves {lease.url}", ".ai/local/state/mcp/server.json")
+    return _check("server", title, "warn", "no server serves this repository (start one with svc serve)",
+                  ".ai/local/state/mcp/server.json")
+
+
+def _mesh_check(runtime: Runtime) -> HealthCheck:
+    declarations = sorted((runtime.repository.layer / "repo" / "mesh").glob("*.yaml"))
+    if not declarations:
+        return _check("mesh", "Mesh", "ok", "the mesh is off: no declaration under .ai/repo/mesh/",
+                      ".ai/repo/mesh/")
+    names = [runtime.repository.relative(p) for p in declarations]
+    return _check("mesh", "Mesh", "warn", "a mesh is declared but this process does not join it", "declarations",
+                  evidence=names)
+
+
+def _health(runtime: Runtime) -> Health:
+    checks = [
+        _layer_check(runtime),
+        _check("registry", "Capability registry", "ok",
+               f"{len(runtime.registry)} capabilities in {len(runtime.registry.modules)} modules",
+               "registry build", evidence=[f"fingerprint: {runtime.registry.fingerprint}"]),
+        _scope_check(runtime),
+        _git_check(runtime),
+        _benchmark_check(runtime),
+        _generated_check(runtime),
+        _server_check(runtime),
+        _mesh_check(runtime),
+    ]
+    counts = {s: sum(c.status == s for c in checks) for s in _ORDER}
+    worst = max(checks, key=lambda c: _ORDER[c.status]).status
+    return Health(status=worst, tallies=HealthTallies(**counts), checks=checks)
+
+
+async def health_report(ctx: Context, params: NoInput) -> Health:
+    """Run every check (file reads happen in a worker thread)."""
+    return await trio.to_thread.run_sync(_health, ctx.runtime)
+
+
+_LIVE = Capability(
+    id="health.live",
+    module="health",
+    title="Liveness",
+    description="The process answers, and which version answered. No index build, no file read, no network.",
+    input=NoInput,
+    output=Liveness,
+    handler=live,
+    examples=(Example(name="live", input={}),),
+    tags=("health",),
+    exposure=Exposure(http=HttpExposure(method="GET", path="/api/v1/live"), cli=("health", "live")),
+    source_path=_SOURCE,
+)
+
+CAPABILITIES = (
+    _LIVE,
+    Capability(
+        id="health.ready",
+        module="health",
+        title="Readiness",
+        description="Whether the registry and the layer index are resident and the executable is unchanged.",
+        input=NoInput,
+        output=Readiness,
+        handler=ready,
+        examples=(Example(name="ready", input={}),),
+        tags=("health",),
+        exposure=Exposure(http=HttpExposure(method="GET", path="/api/v1/ready"), cli=("health", "ready")),
+        source_path=_SOURCE,
+    ),
+    Capability(
+        id="health.report",
+        module="health",
+        title="Health report",
+        description=(
+            "Every health check (layer, registry, scope, git, benchmark-coverage, generated-registry, server, "
+            "mesh) with what decided it; the worst status wins."
+        ),
+        input=NoInput,
+        output=Health,
+        handler=health_report,
+        examples=(Example(name="report", input={}),),
+        tags=("health",),
+        exposure=Exposure(
+            http=HttpExposure(method="GET", path="/api/v1/health"),
+            mcp=McpExposure(tool="svc_health", resource=McpResource(uri="svc://health", name="health")),
+            cli=("health", "report"),
+        ),
+        cache=Cache(policy="process", max_entries=4, ttl_seconds=5),
+        source_path=_SOURCE,
+    ),
+)

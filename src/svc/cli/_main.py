@@ -1,0 +1,176 @@
+"""The `svc` command line (asyncclick under trio), built from the registry's command tree.
+
+Every capability command decodes its options with the same binding rules as HTTP query parameters and
+runs through the executor, so `--json` prints the very bytes the HTTP route answers. Web and MCP stacks
+are imported only by the commands that serve them.
+
+Exit codes: 0 success, 1 internal failure, 2 usage, 10 refused or invalid.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import asyncclick as click
+import trio
+
+from svc._errors import SvcError
+from svc._version import __version__
+from svc.capabilities import builtin_registry
+from svc.cli._render import render
+from svc.layer import Repository
+from svc.registry import Actor, CliCommand, CliParameter, Registry, cli_tree
+
+__all__ = ["build_cli", "main"]
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 10
+
+
+def _fail(exc: SvcError) -> None:
+    click.echo(f"svc: {exc.code}: {exc.message}", err=True)
+    raise SystemExit(exc.exit_code)
+
+
+def _repository(ctx: click.Context) -> Repository:
+    start: Path | None = ctx.find_root().params.get("repo")
+    return Repository.discover(start)
+
+
+def _configure_logging(level: int) -> None:
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(message)s")
+
+
+def _click_parameter(param: CliParameter) -> click.Parameter:
+    kind: Any = click.Choice(param.choices) if param.choices else click.STRING
+    if param.positional:
+        assert param.field is not None
+        return click.Argument([param.field], type=kind, required=True, metavar=param.name)
+    if param.field is None:
+        return click.Option([param.name, param.name.lstrip("-").replace("-", "_")], is_flag=True, help=param.help)
+    if param.kind == "boolean":
+        flag = param.name.lstrip("-")
+        return click.Option([f"--{flag}/--no-{flag}", param.field], default=None, help=param.help)
+    shown = "" if param.default is None else f" (default: {param.default})"
+    return click.Option([param.name, param.field], type=kind, default=None, help=param.help + shown)
+
+
+def _capability_command(registry: Registry, spec: CliCommand) -> click.Command:
+    assert spec.capability is not None
+    cap = registry.by_id[spec.capability]
+    fields = {p.field for p in spec.parameters if p.field is not None}
+
+    @click.pass_context
+    async def run(ctx: click.Context, **values: Any) -> None:
+        as_json = bool(values.pop("json", False))
+        items = [
+            (name, _text(value)) for name, value in values.items() if name in fields and value is not None
+        ]
+        from svc._service import open_service
+
+        try:
+            async with open_service(_repository(ctx), surface="cli", watch=False) as executor:
+                params = executor.decode_text(cap, items)
+                body = await executor.call(cap, params, actor=Actor(kind="cli", pid=os.getpid()))
+        except SvcError as exc:
+            _fail(exc)
+            return
+        if as_json:
+            sys.stdout.buffer.write(body + b"\n")
+            sys.stdout.flush()
+        else:
+            click.echo(render(body), nl=False)
+
+    return click.Command(
+        spec.words[-1],
+        callback=run,
+        params=[_click_parameter(p) for p in spec.parameters],
+        help=f"{cap.description}\n\nRuns the capability {cap.id}.",
+        short_help=spec.summary,
+    )
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@click.command("serve", short_help="Serve the registry over HTTP on 127.0.0.1.")
+@click.option("--port", type=int, default=8741, show_default=True, help="the first port to try")
+@click.pass_context
+async def serve_command(ctx: click.Context, port: int) -> None:
+    """Serve the registry over HTTP on 127.0.0.1 (8741 first, else the next free port).
+
+    Logs the bound URL to stderr and prints nothing on stdout. SIGINT or SIGTERM stops it cleanly.
+    """
+    _configure_logging(logging.INFO)
+    from svc.cli._serve import serve
+
+    try:
+        await serve(_repository(ctx), port=port)
+    except SvcError as exc:
+        _fail(exc)
+    except OSError as exc:
+        click.echo(f"svc: unavailable: cannot serve: {exc.strerror or exc}", err=True)
+        raise SystemExit(EXIT_INTERNAL) from None
+
+
+@click.command("generate", short_help="Write (or --check) the documents under docs/generated/.")
+@click.option("--check", is_flag=True, help="re-derive every document, write nothing, exit 10 if any is stale")
+@click.pass_context
+async def generate_command(ctx: click.Context, check: bool) -> None:
+    """Write the generated documents under docs/generated/, or compare them with --check."""
+    from svc.cli._generate import check_documents, write_documents
+
+    repo = _repository(ctx)
+    registry = builtin_registry()
+    if check:
+        stale = await trio.to_thread.run_sync(check_documents, repo, registry, click.echo)
+        raise SystemExit(EXIT_REFUSED if stale else EXIT_OK)
+    await trio.to_thread.run_sync(write_documents, repo, registry, click.echo)
+
+
+_INFRASTRUCTURE: dict[tuple[str, ...], click.Command] = {
+    ("serve",): serve_command,
+    ("generate",): generate_command,
+}
+
+
+def build_cli(registry: Registry | None = None) -> click.Group:
+    """The `svc` command group with every command of the registry's command tree."""
+    registry = registry or builtin_registry()
+
+    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    @click.version_option(__version__, "--version", prog_name="svc", message="%(prog)s %(version)s")
+    @click.option(
+        "--repo",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=None,
+        help="the checkout to work on (default: the one containing the working directory)",
+    )
+    async def svc(repo: Path | None) -> None:
+        """svc: the capability registry of a repository's AI layer, over HTTP, MCP and this command line.
+
+        Exit codes: 0 success, 1 internal failure, 2 usage, 10 refused or invalid.
+        """
+
+    for spec in cli_tree(registry):
+        group = svc
+        for word in spec.words[:-1]:
+            found = group.commands.get(word)
+            if not isinstance(found, click.Group):
+                found = click.Group(word, help=f"{word} commands")
+                group.add_command(found)
+            group = found
+        command = _INFRASTRUCTURE.get(tuple(spec.words)) or _capability_command(registry, spec)
+        group.add_command(command, spec.words[-1])
+    return svc
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the CLI on trio."""
+    build_cli()(args=argv, prog_name="svc", _anyio_backend="trio")

@@ -1,0 +1,35 @@
+"""Reading (and atomically writing) the checkout and its `.ai/` folder."""
+
+from __future__ import annotations
+
+from svc.layer._files import write_atomic as write_atomic
+from svc.layer._index import LayerIndex as LayerIndex
+from svc.layer._lease import Lease as Lease
+from svc.layer._lease import pid_alive as pid_alive
+from svc.layer._lease import read_lease as read_lease
+from svc.layer._manifest import DEFAULT_SECTIONS as DEFAULT_SECTIONS
+from svc.layer._manifest import LayerReading as LayerReading
+from svc.layer._manifest import read_manifest as read_manifest
+from svc.layer._repository import GitState as GitState
+from svc.layer._repository import Repository as Repository
+from svc.layer._repository import checkout_id as checkout_id
+from svc.layer._yaml import YamlError as YamlError
+from svc.layer._yaml import dump_yaml as dump_yaml
+from svc.layer._yaml import load_yaml as load_yaml
+
+__all__ = [
+    "DEFAULT_SECTIONS",
+    "GitState",
+    "LayerIndex",
+    "Lease",
+    "LayerReading",
+    "Repository",
+    "YamlError",
+    "checkout_id",
+    "dump_yaml",
+    "load_yaml",
+    "pid_alive",
+    "read_lease",
+    "read_manifest",
+    "write_atomic",
+]

@@ -1,0 +1,110 @@
+"""`.ai/manifest.yaml`: the section registry of the layer, with closed keys.
+
+An unknown key or a newer `schema` is refused and the layer reads as absent; the reason is a health
+`layer` failure naming the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from svc.layer._repository import Repository
+from svc.layer._yaml import YamlError, load_yaml
+
+__all__ = ["DEFAULT_SECTIONS", "LayerReading", "read_manifest"]
+
+SCHEMA = "ai-repository/v1"
+DEFAULT_SECTIONS: dict[str, str] = {
+    "policy": "repo/policy.yaml",
+    "scope": "repo/scope.yaml",
+    "profiles": "repo/profiles",
+    "rules": "repo/rules",
+    "prompts": "repo/prompts",
+    "skills": "repo/skills",
+    "workflows": "repo/workflows",
+    "knowledge": "repo/knowledge",
+    "adrs": "repo/adrs",
+    "project": "repo/project",
+}
+_KEYS: dict[str, set[str] | None] = {
+    "schema": None,
+    "repo": {"path"},
+    "local": {"path", "tracked", "implicit_context"},
+    "sections": None,
+    "context": {"documents"},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LayerReading:
+    """What the manifest says, or why the layer reads as absent.
+
+    `state` is `ok` (a valid manifest), `absent` (no `.ai/` or no manifest: defaults apply when `.ai/`
+    exists) or `fail` (refused: `problems` names each key or fault, and the layer reads as absent).
+    """
+
+    state: Literal["ok", "absent", "fail"]
+    sections: dict[str, str] = field(default_factory=dict)
+    context_documents: tuple[str, ...] = ("README.md",)
+    problems: tuple[str, ...] = ()
+
+    @property
+    def usable(self) -> bool:
+        """Whether the layer's records may be read (a valid manifest, or defaults without one)."""
+        return self.state != "fail"
+
+
+def read_manifest(repo: Repository) -> LayerReading:
+    """Read and check `.ai/manifest.yaml` of `repo`."""
+    path = repo.layer / "manifest.yaml"
+    if not repo.has_layer:
+        return LayerReading(state="absent")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return LayerReading(state="absent", sections=dict(DEFAULT_SECTIONS))
+    except OSError as exc:
+        return LayerReading(state="fail", problems=(f".ai/manifest.yaml cannot be read: {exc.strerror}",))
+    try:
+        data = load_yaml(raw)
+    except YamlError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        return LayerReading(state="fail", problems=(f".ai/manifest.yaml is not YAML{where}",))
+    return _check(data)
+
+
+def _check(data: Any) -> LayerReading:
+    if not isinstance(data, dict):
+        return LayerReading(state="fail", problems=(".ai/manifest.yaml is not a mapping",))
+    problems: list[str] = []
+    for key, value in data.items():
+        if key not in _KEYS:
+            problems.append(f".ai/manifest.yaml: unknown key {key!r}")
+            continue
+        allowed = _KEYS[key]
+        if allowed is not None:
+            if not isinstance(value, dict):
+                problems.append(f".ai/manifest.yaml: {key} must be a mapping")
+                continue
+            problems.extend(f".ai/manifest.yaml: unknown key '{key}.{sub}'" for sub in value if sub not in allowed)
+    schema = data.get("schema")
+    if schema != SCHEMA:
+        problems.append(f".ai/manifest.yaml: schema {schema!r} is not {SCHEMA!r}")
+    sections = data.get("sections", DEFAULT_SECTIONS)
+    if not isinstance(sections, dict) or not all(isinstance(v, str) for v in sections.values()):
+        problems.append(".ai/manifest.yaml: sections must map names to paths")
+        sections = {}
+    context = data.get("context")
+    documents = context.get("documents", ["README.md"]) if isinstance(context, dict) else ["README.md"]
+    if not isinstance(documents, list):
+        problems.append(".ai/manifest.yaml: context.documents must be a list")
+        documents = []
+    if problems:
+        return LayerReading(state="fail", problems=tuple(problems))
+    return LayerReading(
+        state="ok",
+        sections={str(k): str(v) for k, v in sections.items()},
+        context_documents=tuple(str(d) for d in documents),
+    )

@@ -1,0 +1,193 @@
+"""Capability declarations: data, declared once, read by every projection.
+
+A capability is an id, a kind, an input and an output msgspec Struct, named examples, an exposure (HTTP,
+MCP, CLI), a cache and a benchmark policy, and a plain async handler ``(ctx, params) -> result``.
+Classification (effect, hints, visibility, ...) is derived from these facts, never declared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+
+if TYPE_CHECKING:
+    from svc.registry._context import Context
+
+__all__ = [
+    "Benchmark",
+    "Cache",
+    "Capability",
+    "Example",
+    "Exposure",
+    "Handler",
+    "Hints",
+    "HttpExposure",
+    "Kind",
+    "McpExposure",
+    "McpResource",
+    "Module",
+    "NoInput",
+    "Stability",
+]
+
+Kind = Literal["query", "command", "resource"]
+Stability = Literal["implemented", "behaviorally_verified", "experimental", "planned", "unsupported"]
+Effect = Literal["read", "process_state", "repository_mutation"]
+
+Handler = Callable[["Context", Any], Awaitable[Any]]
+
+
+class NoInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The input of a capability that takes no parameter."""
+
+
+class Example(msgspec.Struct, frozen=True, kw_only=True):
+    """A named case: an OpenAPI example and a benchmark case."""
+
+    name: str
+    input: dict[str, Any] = msgspec.field(default_factory=dict)
+    description: str | None = None
+
+
+class HttpExposure(msgspec.Struct, frozen=True, kw_only=True):
+    """The HTTP route of a capability."""
+
+    method: Literal["GET", "POST"]
+    path: str
+
+
+class McpResource(msgspec.Struct, frozen=True, kw_only=True):
+    """An MCP resource a query answers."""
+
+    uri: str
+    name: str
+
+
+class McpExposure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The MCP tool (and optional resource) of a capability."""
+
+    tool: str | None = None
+    resource: McpResource | None = None
+
+
+class Exposure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Where a capability is reachable."""
+
+    http: HttpExposure | None = None
+    mcp: McpExposure | None = None
+    cli: tuple[str, ...] = ()
+
+
+class Cache(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Result cache policy: `disabled`, `process` (bounded, optional TTL) or `generation`."""
+
+    policy: Literal["disabled", "process", "generation"] = "disabled"
+    max_entries: int | None = None
+    ttl_seconds: float | None = None
+
+
+class Benchmark(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Benchmark policy: whether the capability's examples are benchmark cases."""
+
+    policy: Literal["required", "required_when", "waived"] = "required"
+    when: str | None = None
+    reason: (
+        Literal["not_executable", "destructive", "external_dependency", "transient_state"] | None
+    ) = None
+
+
+class Hints(msgspec.Struct, frozen=True, kw_only=True):
+    """MCP tool hints, derived from the effect."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+
+
+class Module(msgspec.Struct, frozen=True, kw_only=True):
+    """A group of capabilities: a spec group such as `plan` or `health`."""
+
+    id: str
+    title: str
+    description: str
+    stability: Stability = "implemented"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capability:
+    """One declared capability.
+
+    The handler is a plain async function ``(ctx, params) -> output``; `params` is an instance of `input`,
+    the result an instance of `output`. `source_path` is the repository-relative file that declares it.
+    """
+
+    id: str
+    module: str
+    title: str
+    description: str
+    input: type[msgspec.Struct]
+    output: type[Any]
+    handler: Handler | None
+    examples: tuple[Example, ...]
+    kind: Kind = "query"
+    tags: tuple[str, ...] = ()
+    stability: Stability = "implemented"
+    exposure: Exposure = field(default_factory=Exposure)
+    cache: Cache = field(default_factory=Cache)
+    benchmark: Benchmark = field(default_factory=Benchmark)
+    cancellable: bool = False
+    writes_repository: bool = False
+    source_path: str = ""
+
+    @property
+    def effect(self) -> Effect:
+        """Derived: queries and resources read; commands change process state or the repository."""
+        if self.kind != "command":
+            return "read"
+        return "repository_mutation" if self.writes_repository else "process_state"
+
+    @property
+    def hints(self) -> Hints:
+        """Derived MCP hints; no handler is open-world."""
+        effect = self.effect
+        if effect == "read":
+            return Hints(read_only=True, destructive=False, idempotent=True, open_world=False)
+        if effect == "process_state":
+            return Hints(read_only=False, destructive=False, idempotent=False, open_world=False)
+        return Hints(read_only=False, destructive=True, idempotent=False, open_world=False)
+
+    @property
+    def availability(self) -> Literal["always", "runtime"]:
+        """Resources are always there; everything else needs the runtime."""
+        return "always" if self.kind == "resource" else "runtime"
+
+    @property
+    def visibility(self) -> Literal["public", "developer", "internal"]:
+        """Public over MCP or HTTP, developer on the CLI alone, else internal."""
+        if self.exposure.http is not None or self.exposure.mcp is not None:
+            return "public"
+        return "developer" if self.exposure.cli else "internal"
+
+    @property
+    def concurrency(self) -> Literal["unrestricted", "serial"]:
+        """Reads run unrestricted; commands are serial per capability."""
+        return "unrestricted" if self.effect == "read" else "serial"
+
+    @property
+    def confirmation(self) -> bool:
+        """Whether a client should confirm before calling (anything that is not a read)."""
+        return self.effect != "read"
+
+    @property
+    def provenance(self) -> dict[str, str]:
+        """Where the capability comes from."""
+        return {"source": "builtin", "module": self.module}
+
+    @property
+    def cli_text(self) -> str | None:
+        """The CLI words joined by a space, or None when the CLI does not expose it."""
+        return " ".join(self.exposure.cli) if self.exposure.cli else None

@@ -1,0 +1,96 @@
+"""The repository generation: an answer cached under `generation` is kept until it changes.
+
+Generation = (stamp, write counter). The stamp hashes (path, present, size, mtime_ns, inode) of Git's HEAD,
+index and refs and of every file under `.ai/` except `.ai/local/`. A watcher recomputes it every 250 ms in a
+worker thread; a request compares one integer. svc bumps the counter itself, before answering, on every
+repository write it makes, so the next read sees the write even before the watcher looks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import trio
+
+from svc.layer import Repository
+
+__all__ = ["Generation", "repository_stamp"]
+
+INTERVAL_SECONDS = 0.25
+_GIT_FILES = ("HEAD", "index", "ORIG_HEAD", "MERGE_HEAD", "logs/HEAD")
+
+
+class Generation:
+    """A monotonically increasing number that changes whenever the repository does."""
+
+    def __init__(self, repo: Repository, *, stamp: bytes | None = None) -> None:
+        self.repo = repo
+        self._stamp = repository_stamp(repo) if stamp is None else stamp
+        self.value = 0
+
+    def bump(self) -> int:
+        """Record a write svc made; answers cached before it no longer hit."""
+        self.value += 1
+        return self.value
+
+    def observe(self, stamp: bytes) -> bool:
+        """Take a freshly computed stamp; bump and return True when it differs."""
+        if stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        self.bump()
+        return True
+
+    async def refresh(self) -> bool:
+        """Recompute the stamp now (in a worker thread); True when the repository changed."""
+        stamp = await trio.to_thread.run_sync(repository_stamp, self.repo)
+        return self.observe(stamp)
+
+    async def watch(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Recompute the stamp every 250 ms until cancelled."""
+        task_status.started()
+        while True:
+            await trio.sleep(INTERVAL_SECONDS)
+            await self.refresh()
+
+
+def repository_stamp(repo: Repository) -> bytes:
+    """SHA-256 over the file facts that define a generation of `repo`."""
+    digest = hashlib.sha256()
+    for rel, path in _watched(repo):
+        try:
+            st = path.stat()
+        except OSError:
+            digest.update(f"{rel}\0absent\n".encode())
+            continue
+        digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
+    return digest.digest()
+
+
+def _watched(repo: Repository) -> Iterator[tuple[str, Path]]:
+    if repo.git_dir is not None:
+        for name in _GIT_FILES:
+            yield f"git/{name}", repo.git_dir / name
+        yield from _walk("git/rebase-merge", repo.git_dir / "rebase-merge")
+    if repo.common_dir is not None:
+        yield "common/packed-refs", repo.common_dir / "packed-refs"
+        yield from _walk("common/refs", repo.common_dir / "refs")
+    local = repo.layer / "local"
+    yield from _walk(".ai", repo.layer, skip=local)
+
+
+def _walk(label: str, root: Path, *, skip: Path | None = None) -> Iterator[tuple[str, Path]]:
+    entries: list[tuple[str, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if skip is not None and here == skip.parent:
+            dirnames[:] = [d for d in dirnames if here / d != skip]
+        dirnames.sort()
+        for name in filenames:
+            path = here / name
+            entries.append((f"{label}/{path.relative_to(root).as_posix()}", path))
+    entries.sort()
+    yield from entries

