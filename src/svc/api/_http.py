@@ -84,7 +84,9 @@ def check_request(scope: Scope) -> None:
     """
     host = _header(scope, b"host")
     if not loopback_host(host):
-        raise Forbidden(f"Host {host!r} is not a loopback name; this server answers 127.0.0.1 and localhost only")
+        raise Forbidden(
+            f"Host {host!r} is not a loopback name; this server answers 127.0.0.1 and localhost only"
+        )
     if scope["type"] == "websocket" or scope.get("method") != "GET":
         origin = _header(scope, b"origin")
         if origin is not None and origin != f"http://{host}":
@@ -137,7 +139,9 @@ async def read_body(scope: Scope, receive: Receive) -> bytes:
 class SvcApp:
     """The ASGI application: security checks, capability routes, and the page app behind them."""
 
-    def __init__(self, executor: Executor, pages: ASGIApp, *, mounts: dict[str, ASGIApp] | None = None) -> None:
+    def __init__(
+        self, executor: Executor, pages: ASGIApp, *, mounts: dict[str, ASGIApp] | None = None
+    ) -> None:
         self.executor = executor
         self.registry = executor.runtime.registry
         self.pages = pages

@@ -40,7 +40,12 @@ SURFACES: tuple[dict[str, str], ...] = (
     {"id": "swagger", "title": "Swagger UI", "path": "/swagger", "category": "page"},
     {"id": "docs", "title": "Repository documentation", "path": "/docs/", "category": "page"},
     {"id": "mcp", "title": "MCP over HTTP", "path": "/mcp", "category": "mcp"},
-    {"id": "events", "title": "Live channel of executions (WebSocket)", "path": "/events", "category": "stream"},
+    {
+        "id": "events",
+        "title": "Live channel of executions (WebSocket)",
+        "path": "/events",
+        "category": "stream",
+    },
     {"id": "cockpit", "title": "Cockpit", "path": "/cockpit", "category": "page"},
 )
 
@@ -57,7 +62,8 @@ def _error(exc: SvcError) -> Response:
 def _page(title: str, body: str) -> Response:
     document = (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        f"<meta name=viewport content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
+        "<meta name=viewport content='width=device-width, initial-scale=1'>"
+        f"<title>{html.escape(title)}</title>"
         "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;"
         "color:#1b1f24}a{color:#0550ae}code,pre{font:14px ui-monospace,monospace;background:#f4f5f7}"
         "pre{padding:.75rem;overflow:auto}table{border-collapse:collapse}td,th{border:1px solid #d0d7de;"
@@ -170,7 +176,12 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
     async def api_index() -> Response:
         registry = runtime.registry
         routes = [
-            {"method": c.exposure.http.method, "path": c.exposure.http.path, "capability": c.id, "title": c.title}
+            {
+                "method": c.exposure.http.method,
+                "path": c.exposure.http.path,
+                "capability": c.id,
+                "title": c.title,
+            }
             for c in registry.capabilities
             if c.exposure.http is not None
         ]
@@ -245,7 +256,9 @@ def _docs_response(runtime: Runtime, markdown: MarkdownIt, rel: str) -> Response
 def _markdown_page(markdown: MarkdownIt, path: Path, rel: str) -> Response:
     text = path.read_text(encoding="utf-8", errors="replace")
     title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.name)
-    return _page(title, f"<p class=muted><a href='/docs/'>docs</a> / {html.escape(rel)}</p>" + markdown.render(text))
+    return _page(
+        title, f"<p class=muted><a href='/docs/'>docs</a> / {html.escape(rel)}</p>" + markdown.render(text)
+    )
 
 
 def _listing(root: Path, directory: Path) -> Response:
@@ -256,4 +269,6 @@ def _listing(root: Path, directory: Path) -> Response:
         rel = child.relative_to(root).as_posix() + ("/" if child.is_dir() else "")
         items.append(f"<li><a href='/docs/{html.escape(rel)}'>{html.escape(rel)}</a></li>")
     heading = directory.relative_to(root).as_posix()
-    return _page("docs", f"<h1>docs/{html.escape('' if heading == '.' else heading)}</h1><ul>{''.join(items)}</ul>")
+    return _page(
+        "docs", f"<h1>docs/{html.escape('' if heading == '.' else heading)}</h1><ul>{''.join(items)}</ul>"
+    )

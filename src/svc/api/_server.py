@@ -6,12 +6,13 @@ import errno
 import logging
 import socket
 from functools import partial
+from typing import Any, cast
 
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from svc.api._http import SvcApp
+from svc.api._http import ASGIApp, SvcApp
 from svc.api._pages import build_pages
 from svc.registry import Executor
 
@@ -47,7 +48,9 @@ def bind_loopback(port: int = DEFAULT_PORT) -> socket.socket:
             continue
         sock.listen(128)
         return sock
-    raise OSError(errno.EADDRINUSE, f"no free port in {port}..{port + PORT_ATTEMPTS - 1} on 127.0.0.1") from last
+    raise OSError(
+        errno.EADDRINUSE, f"no free port in {port}..{port + PORT_ATTEMPTS - 1} on 127.0.0.1"
+    ) from last
 
 
 async def serve_http(
@@ -72,11 +75,11 @@ async def serve_http(
     errorlog.setLevel(logging.WARNING)
     config.errorlog = errorlog
     config.include_server_header = False
-    app = SvcApp(executor, build_pages(executor.runtime, SERVED))
+    app = SvcApp(executor, cast(ASGIApp, build_pages(executor.runtime, SERVED)))
     executor.runtime.server.url = url
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(partial(serve, app, config, shutdown_trigger=shutdown.wait))
+            await nursery.start(partial(serve, cast(Any, app), config, shutdown_trigger=shutdown.wait))
             _log.info("svc: serving %s", url)
             task_status.started(url)
     finally:

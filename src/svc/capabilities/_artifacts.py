@@ -241,7 +241,9 @@ CAPABILITIES = (
         tags=("artifacts",),
         exposure=Exposure(
             http=HttpExposure(method="GET", path="/api/v1/artifacts"),
-            mcp=McpExposure(tool="svc_artifacts", resource=McpResource(uri="svc://artifacts", name="artifacts")),
+            mcp=McpExposure(
+                tool="svc_artifacts", resource=McpResource(uri="svc://artifacts", name="artifacts")
+            ),
             cli=("artifacts", "list"),
         ),
         cache=Cache(policy="process", max_entries=8, ttl_seconds=5),

@@ -8,8 +8,7 @@ import msgspec
 import trio
 
 from svc._version import __version__
-from svc.capabilities._artifacts import compare, report
-from svc.capabilities._artifacts import ArtifactsInput
+from svc.capabilities._artifacts import ArtifactsInput, compare, report
 from svc.layer import YamlError, load_yaml, pid_alive, read_lease, read_manifest
 from svc.registry import (
     Cache,
@@ -34,6 +33,12 @@ _SOURCE = "src/svc/capabilities/_health.py"
 
 Status = Literal["ok", "warn", "fail", "unknown"]
 _ORDER: dict[str, int] = {"ok": 0, "warn": 1, "fail": 2, "unknown": 3}
+_VERDICT_STATUS: dict[str, Status] = {
+    "current": "ok",
+    "not_generated": "ok",
+    "unverified": "warn",
+    "missing": "warn",
+}
 
 
 class Liveness(msgspec.Struct, frozen=True, kw_only=True):
@@ -112,7 +117,13 @@ async def ready(ctx: Context, params: NoInput) -> Readiness:
 
 
 def _check(
-    id: str, title: str, status: Status, detail: str, decided_by: str, *, evidence: list[str] | None = None,
+    id: str,
+    title: str,
+    status: Status,
+    detail: str,
+    decided_by: str,
+    *,
+    evidence: list[str] | None = None,
     findings: list[str] | None = None,
 ) -> HealthCheck:
     return HealthCheck(
@@ -130,17 +141,41 @@ def _layer_check(runtime: Runtime) -> HealthCheck:
     reading = read_manifest(runtime.repository)
     title = "The .ai/ layer"
     if reading.state == "fail":
-        return _check("layer", title, "fail", "the manifest is refused, so the layer reads as absent",
-                      ".ai/manifest.yaml", findings=list(reading.problems))
+        return _check(
+            "layer",
+            title,
+            "fail",
+            "the manifest is refused, so the layer reads as absent",
+            ".ai/manifest.yaml",
+            findings=list(reading.problems),
+        )
     if not runtime.repository.has_layer:
-        return _check("layer", title, "warn", "this checkout has no .ai/ folder; there is no layer to serve",
-                      ".ai/", findings=["create .ai/manifest.yaml (schema: ai-repository/v1) to start a layer"])
+        return _check(
+            "layer",
+            title,
+            "warn",
+            "this checkout has no .ai/ folder; there is no layer to serve",
+            ".ai/",
+            findings=["create .ai/manifest.yaml (schema: ai-repository/v1) to start a layer"],
+        )
     if reading.state == "absent":
-        return _check("layer", title, "warn", ".ai/ has no manifest; the default sections apply",
-                      ".ai/manifest.yaml", findings=["add .ai/manifest.yaml with schema: ai-repository/v1"])
+        return _check(
+            "layer",
+            title,
+            "warn",
+            ".ai/ has no manifest; the default sections apply",
+            ".ai/manifest.yaml",
+            findings=["add .ai/manifest.yaml with schema: ai-repository/v1"],
+        )
     index = runtime.index()
-    return _check("layer", title, "ok", f"manifest valid; {len(index)} tracked layer files indexed",
-                  ".ai/manifest.yaml", evidence=[f"sections: {', '.join(sorted(reading.sections))}"])
+    return _check(
+        "layer",
+        title,
+        "ok",
+        f"manifest valid; {len(index)} tracked layer files indexed",
+        ".ai/manifest.yaml",
+        evidence=[f"sections: {', '.join(sorted(reading.sections))}"],
+    )
 
 
 def _scope_check(runtime: Runtime) -> HealthCheck:
@@ -150,28 +185,43 @@ def _scope_check(runtime: Runtime) -> HealthCheck:
     try:
         raw = (runtime.repository.root / rel).read_bytes()
     except OSError:
-        return _check("scope", title, "warn", f"{rel} is absent; nothing declares what the layer governs", rel)
+        return _check(
+            "scope", title, "warn", f"{rel} is absent; nothing declares what the layer governs", rel
+        )
     try:
         data = load_yaml(raw)
     except YamlError:
         return _check("scope", title, "fail", f"{rel} is not YAML", rel)
     if not isinstance(data, dict):
         return _check("scope", title, "fail", f"{rel} is not a mapping", rel)
-    return _check("scope", title, "ok", f"{rel} parses ({len(data)} keys)", rel, evidence=sorted(map(str, data)))
+    return _check(
+        "scope", title, "ok", f"{rel} parses ({len(data)} keys)", rel, evidence=sorted(map(str, data))
+    )
 
 
 def _git_check(runtime: Runtime) -> HealthCheck:
     repo = runtime.repository
     title = "Git checkout"
     if repo.git_dir is None:
-        return _check("git", title, "warn", "not a Git work tree: heads, branches and generations of refs are "
-                      "not tracked", "git directory")
+        return _check(
+            "git",
+            title,
+            "warn",
+            "not a Git work tree: heads, branches and generations of refs are not tracked",
+            "git directory",
+        )
     state = repo.git()
     if state.head is None:
         return _check("git", title, "warn", "the repository has no commit yet", "HEAD")
     branch = state.branch or "DETACHED"
-    return _check("git", title, "ok", f"HEAD {state.head[:12]} on {branch}", "HEAD",
-                  evidence=[f"head: {state.head}", f"branch: {branch}"])
+    return _check(
+        "git",
+        title,
+        "ok",
+        f"HEAD {state.head[:12]} on {branch}",
+        "HEAD",
+        evidence=[f"head: {state.head}", f"branch: {branch}"],
+    )
 
 
 def _benchmark_check(runtime: Runtime) -> HealthCheck:
@@ -180,54 +230,83 @@ def _benchmark_check(runtime: Runtime) -> HealthCheck:
     without = [c.id for c in required if not c.examples]
     waived = [f"{c.id}: {c.benchmark.reason}" for c in caps if c.benchmark.policy == "waived"]
     status: Status = "fail" if without else "ok"
-    return _check("benchmark-coverage", "Benchmark coverage", status,
-                  f"{len(required)} capabilities are benchmark cases, {len(waived)} waived",
-                  "registry examples", evidence=waived, findings=[f"{i} has no example" for i in without])
+    return _check(
+        "benchmark-coverage",
+        "Benchmark coverage",
+        status,
+        f"{len(required)} capabilities are benchmark cases, {len(waived)} waived",
+        "registry examples",
+        evidence=waived,
+        findings=[f"{i} has no example" for i in without],
+    )
 
 
 def _generated_check(runtime: Runtime) -> HealthCheck:
     derived, on_disk = compare(runtime.repository, runtime.registry)
     answer = report(derived, on_disk, ArtifactsInput())
-    status: Status = {"current": "ok", "not_generated": "ok", "unverified": "warn", "missing": "warn"}.get(
-        answer.verdict, "fail"
-    )
+    status = _VERDICT_STATUS.get(answer.verdict, "fail")
     detail = {
         "not_generated": "this checkout commits no generated documents of svc",
         "current": "every committed document matches the registry",
     }.get(answer.verdict, f"the committed documents are {answer.verdict}: run `svc generate`")
     findings = [f"{a.path} is {a.state}" for a in answer.artifacts if a.state not in ("current",)]
-    return _check("generated-registry", "Generated documents", status, detail, "svc generate --check",
-                  evidence=[f"verdict: {answer.verdict}"], findings=findings if answer.verdict != "not_generated"
-                  else [])
+    return _check(
+        "generated-registry",
+        "Generated documents",
+        status,
+        detail,
+        "svc generate --check",
+        evidence=[f"verdict: {answer.verdict}"],
+        findings=findings if answer.verdict != "not_generated" else [],
+    )
 
 
 def _server_check(runtime: Runtime) -> HealthCheck:
     title = "Server"
-    if runtime.server.url is not None:
-        return _check("server", title, "ok", f"this process serves {runtime.server.url}", "this process")
     lease = read_lease(runtime.repository)
     if lease is not None and pid_alive(lease.pid) and lease.url is not None:
-        return _check("server", title, "ok", f"pid {lease.pid} serves {lease.url}", ".ai/local/state/mcp/server.json")
-    return _check("server", title, "warn", "no server serves this repository (start one with svc serve)",
-                  ".ai/local/state/mcp/server.json")
+        return _check(
+            "server", title, "ok", f"pid {lease.pid} serves {lease.url}", ".ai/local/state/mcp/server.json"
+        )
+    if runtime.server.url is not None:
+        return _check("server", title, "ok", f"this process serves {runtime.server.url}", "this process")
+    return _check(
+        "server",
+        title,
+        "warn",
+        "no server serves this repository (start one with svc serve)",
+        ".ai/local/state/mcp/server.json",
+    )
 
 
 def _mesh_check(runtime: Runtime) -> HealthCheck:
     declarations = sorted((runtime.repository.layer / "repo" / "mesh").glob("*.yaml"))
     if not declarations:
-        return _check("mesh", "Mesh", "ok", "the mesh is off: no declaration under .ai/repo/mesh/",
-                      ".ai/repo/mesh/")
+        return _check(
+            "mesh", "Mesh", "ok", "the mesh is off: no declaration under .ai/repo/mesh/", ".ai/repo/mesh/"
+        )
     names = [runtime.repository.relative(p) for p in declarations]
-    return _check("mesh", "Mesh", "warn", "a mesh is declared but this process does not join it", "declarations",
-                  evidence=names)
+    return _check(
+        "mesh",
+        "Mesh",
+        "warn",
+        "a mesh is declared but this process does not join it",
+        "declarations",
+        evidence=names,
+    )
 
 
 def _health(runtime: Runtime) -> Health:
     checks = [
         _layer_check(runtime),
-        _check("registry", "Capability registry", "ok",
-               f"{len(runtime.registry)} capabilities in {len(runtime.registry.modules)} modules",
-               "registry build", evidence=[f"fingerprint: {runtime.registry.fingerprint}"]),
+        _check(
+            "registry",
+            "Capability registry",
+            "ok",
+            f"{len(runtime.registry)} capabilities in {len(runtime.registry.modules)} modules",
+            "registry build",
+            evidence=[f"fingerprint: {runtime.registry.fingerprint}"],
+        ),
         _scope_check(runtime),
         _git_check(runtime),
         _benchmark_check(runtime),
@@ -279,7 +358,8 @@ CAPABILITIES = (
         module="health",
         title="Health report",
         description=(
-            "Every health check (layer, registry, scope, git, benchmark-coverage, generated-registry, server, "
+            "Every health check (layer, registry, scope, git, benchmark-coverage, generated-registry, "
+            "server, "
             "mesh) with what decided it; the worst status wins."
         ),
         input=NoInput,

@@ -77,9 +77,9 @@ class ProjectionsInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     """Filters of `capabilities.projections`."""
 
     module: Annotated[str | None, Meta(description="keep only this module's capabilities")] = None
-    unmet: Annotated[bool, Meta(description="keep only rows with a declared surface that is not reachable")] = (
-        False
-    )
+    unmet: Annotated[
+        bool, Meta(description="keep only rows with a declared surface that is not reachable")
+    ] = False
 
 
 class ClosureRow(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -182,7 +182,9 @@ def _row(cap: Capability, surfaces: Reachable) -> tuple[ClosureRow, list[Closure
         bound = surfaces.cli.get(cap.exposure.cli)
         if bound is None:
             findings.append(
-                ClosureFinding(code="CLOSURE_CLI_ABSENT", id=cap.id, message=f"`svc {words}` is not a command")
+                ClosureFinding(
+                    code="CLOSURE_CLI_ABSENT", id=cap.id, message=f"`svc {words}` is not a command"
+                )
             )
         elif bound != cap.id:
             findings.append(
@@ -200,7 +202,11 @@ def _row(cap: Capability, surfaces: Reachable) -> tuple[ClosureRow, list[Closure
                 message=f"the MCP tool {mcp.tool} is not listed by the MCP server",
             )
         )
-    if mcp is not None and mcp.resource is not None and surfaces.mcp_resources.get(mcp.resource.uri) != cap.id:
+    if (
+        mcp is not None
+        and mcp.resource is not None
+        and surfaces.mcp_resources.get(mcp.resource.uri) != cap.id
+    ):
         findings.append(
             ClosureFinding(
                 code="CLOSURE_MCP_RESOURCE_ABSENT",
@@ -248,7 +254,7 @@ CAPABILITIES = (
         id="capabilities.list",
         module="capabilities",
         title="List capabilities",
-        description="Every capability of the registry, described in full, with tallies over the whole registry.",
+        description="Every capability of the registry, described in full, with tallies over the registry.",
         input=ListInput,
         output=CapabilityList,
         handler=list_capabilities,
@@ -293,7 +299,7 @@ CAPABILITIES = (
         id="capabilities.describe",
         module="capabilities",
         title="Describe one capability",
-        description="One capability by canonical id: schemas, examples, exposure, policies and classification.",
+        description="One capability by id: schemas, examples, exposure, policies and classification.",
         input=DescribeInput,
         output=CapabilityView,
         handler=describe,

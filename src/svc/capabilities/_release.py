@@ -157,7 +157,9 @@ CAPABILITIES = (
         tags=("release",),
         exposure=Exposure(
             http=HttpExposure(method="GET", path="/api/v1/changelog"),
-            mcp=McpExposure(tool="svc_changelog", resource=McpResource(uri="svc://changelog", name="changelog")),
+            mcp=McpExposure(
+                tool="svc_changelog", resource=McpResource(uri="svc://changelog", name="changelog")
+            ),
             cli=("release", "changelog"),
         ),
         source_path=_SOURCE,

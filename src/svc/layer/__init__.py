@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from svc.layer._files import write_atomic as write_atomic
 from svc.layer._index import LayerIndex as LayerIndex
+from svc.layer._lease import Executable as Executable
 from svc.layer._lease import Lease as Lease
+from svc.layer._lease import LeaseHeld as LeaseHeld
+from svc.layer._lease import acquire_lease as acquire_lease
 from svc.layer._lease import pid_alive as pid_alive
+from svc.layer._lease import publish_url as publish_url
 from svc.layer._lease import read_lease as read_lease
+from svc.layer._lease import release_lease as release_lease
 from svc.layer._manifest import DEFAULT_SECTIONS as DEFAULT_SECTIONS
 from svc.layer._manifest import LayerReading as LayerReading
 from svc.layer._manifest import read_manifest as read_manifest
@@ -19,17 +24,22 @@ from svc.layer._yaml import load_yaml as load_yaml
 
 __all__ = [
     "DEFAULT_SECTIONS",
+    "Executable",
     "GitState",
     "LayerIndex",
-    "Lease",
     "LayerReading",
+    "Lease",
+    "LeaseHeld",
     "Repository",
     "YamlError",
+    "acquire_lease",
     "checkout_id",
     "dump_yaml",
     "load_yaml",
     "pid_alive",
+    "publish_url",
     "read_lease",
     "read_manifest",
+    "release_lease",
     "write_atomic",
 ]

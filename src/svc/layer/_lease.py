@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import time
+from collections.abc import Iterator
 
 import msgspec
 
+from svc.layer._files import write_atomic
 from svc.layer._repository import Repository
 
-__all__ = ["Lease", "lease_path", "pid_alive", "read_lease"]
+__all__ = [
+    "Lease",
+    "LeaseHeld",
+    "acquire_lease",
+    "lease_path",
+    "pid_alive",
+    "publish_url",
+    "read_lease",
+    "release_lease",
+]
+
+SCHEMA = "svc-mcp-lease/v1"
 
 
 class Executable(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,9 +48,84 @@ class Lease(msgspec.Struct, frozen=True, kw_only=True):
     version: str | None = None
 
 
+class LeaseHeld(Exception):
+    """Another live process holds the lease of this checkout."""
+
+    def __init__(self, lease: Lease) -> None:
+        super().__init__(f"pid {lease.pid} already serves this repository at {lease.url or '(binding)'}")
+        self.lease = lease
+
+
 def lease_path(repo: Repository) -> str:
     """The lease file of `repo`, as a path string."""
     return str(repo.local_state / "mcp" / "server.json")
+
+
+@contextlib.contextmanager
+def _takeover_lock(repo: Repository) -> Iterator[None]:
+    lock = repo.local_state / "mcp" / "server.json.lock"
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def acquire_lease(repo: Repository, *, version: str, executable: Executable | None, started_at: str) -> Lease:
+    """Create the lease exclusively (`url` null until bound); take over a dead holder's lease.
+
+    Raises:
+        LeaseHeld: a live process holds it.
+    """
+    directory = repo.local_state / "mcp"
+    directory.mkdir(parents=True, exist_ok=True)
+    os.chmod(repo.local_state, 0o700)
+    pid = os.getpid()
+    lease = Lease(
+        schema=SCHEMA,
+        pid=pid,
+        token=f"{pid}-{time.time_ns():x}",
+        root=str(repo.root),
+        url=None,
+        started_at=started_at,
+        executable=executable,
+        version=version,
+    )
+    path = directory / "server.json"
+    while True:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            with _takeover_lock(repo):
+                held = read_lease(repo)
+                if held is not None and pid_alive(held.pid) and held.pid != pid:
+                    raise LeaseHeld(held) from None
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            continue
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(msgspec.json.encode(lease))
+            handle.flush()
+            os.fsync(handle.fileno())
+        return lease
+
+
+def publish_url(repo: Repository, lease: Lease, url: str) -> Lease:
+    """Record the bound URL in our lease (a no-op when the lease is no longer ours)."""
+    bound = msgspec.structs.replace(lease, url=url)
+    current = read_lease(repo)
+    if current is not None and current.token == lease.token:
+        write_atomic(repo.local_state / "mcp" / "server.json", msgspec.json.encode(bound), mode=0o600)
+    return bound
+
+
+def release_lease(repo: Repository, lease: Lease) -> None:
+    """Remove the lease if it is still ours."""
+    current = read_lease(repo)
+    if current is not None and current.token == lease.token:
+        with contextlib.suppress(FileNotFoundError):
+            (repo.local_state / "mcp" / "server.json").unlink()
 
 
 def read_lease(repo: Repository) -> Lease | None:

@@ -94,9 +94,7 @@ class Benchmark(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
     policy: Literal["required", "required_when", "waived"] = "required"
     when: str | None = None
-    reason: (
-        Literal["not_executable", "destructive", "external_dependency", "transient_state"] | None
-    ) = None
+    reason: Literal["not_executable", "destructive", "external_dependency", "transient_state"] | None = None
 
 
 class Hints(msgspec.Struct, frozen=True, kw_only=True):

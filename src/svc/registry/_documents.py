@@ -53,7 +53,9 @@ class DocumentSpec:
 
 DOCUMENTS: tuple[DocumentSpec, ...] = (
     DocumentSpec("cli", "svc/cli/v1", "the command tree of svc", ("json", "yaml", "markdown")),
-    DocumentSpec("openapi", "https://spec.openapis.org/oas/3.1/dialect/base", "the registry", ("json", "yaml")),
+    DocumentSpec(
+        "openapi", "https://spec.openapis.org/oas/3.1/dialect/base", "the registry", ("json", "yaml")
+    ),
     DocumentSpec("registry", "svc/capability-registry/v1", "the registry", ("json", "yaml")),
 )
 _EXTENSION = {"json": "json", "yaml": "yaml", "markdown": "md"}
@@ -80,7 +82,10 @@ def registry_document(registry: Registry) -> dict[str, Any]:
         "schema": "svc/capability-registry/v1",
         "generator": f"svc {__version__}",
         "modules": [
-            {**msgspec.to_builtins(m), "capabilities": [c.id for c in registry.capabilities if c.module == m.id]}
+            {
+                **msgspec.to_builtins(m),
+                "capabilities": [c.id for c in registry.capabilities if c.module == m.id],
+            }
             for m in registry.modules
         ],
         "capabilities": capabilities,
@@ -95,7 +100,11 @@ def cli_document(registry: Registry) -> dict[str, Any]:
         "generator": f"svc {__version__}",
         "program": "svc",
         "global_options": [
-            {"name": "--repo", "kind": "text", "help": "the checkout to serve (default: the working directory)"},
+            {
+                "name": "--repo",
+                "kind": "text",
+                "help": "the checkout to serve (default: the working directory)",
+            },
             {"name": "--version", "kind": "boolean", "help": "print the version and exit"},
         ],
         "exit_codes": {"0": "success", "1": "internal failure", "2": "usage", "10": "refused or invalid"},
@@ -110,8 +119,8 @@ def _cli_markdown(registry: Registry) -> bytes:
         "# svc command line",
         "",
         "Usage: `svc [--repo PATH] COMMAND ...`. Every capability command accepts `--json`, which prints the",
-        "answer as the same JSON bytes the HTTP route returns. Required inputs are positional arguments; every",
-        "other input is an option. Errors are one line on stderr.",
+        "answer as the same JSON bytes the HTTP route returns. Required inputs are positional arguments;",
+        "every other input is an option. Errors are one line on stderr.",
         "",
         "Exit codes: `0` success, `1` internal failure, `2` usage, `10` refused or invalid.",
         "",
@@ -171,7 +180,8 @@ def render_documents(registry: Registry) -> dict[str, bytes]:
         "schema": "svc/artifacts/v1",
         "generator": f"svc {__version__}",
         "documents": [
-            {"id": s.id, "schema": s.schema, "source": s.source, "formats": list(s.formats)} for s in DOCUMENTS
+            {"id": s.id, "schema": s.schema, "source": s.source, "formats": list(s.formats)}
+            for s in DOCUMENTS
         ],
         "artifacts": artifacts,
     }

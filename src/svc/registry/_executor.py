@@ -35,7 +35,9 @@ class Executor:
         self._encoder = msgspec.json.Encoder()
         self._canonical = msgspec.json.Encoder(order="sorted")
         self._caches: dict[str, ResultCache] = {
-            cap.id: ResultCache(cap.cache) for cap in runtime.registry.capabilities if cap.cache.policy != "disabled"
+            cap.id: ResultCache(cap.cache)
+            for cap in runtime.registry.capabilities
+            if cap.cache.policy != "disabled"
         }
         self._locks: dict[str, trio.Lock] = {}
 

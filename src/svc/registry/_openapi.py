@@ -40,15 +40,25 @@ BINDING_RULES: tuple[str, ...] = (
 )
 
 ERRORS: tuple[dict[str, Any], ...] = (
-    {"status": 400, "code": "invalid_input", "when": "a parameter of the wrong type, an unknown parameter "
-     "or field, a value the capability rejects, or a request body that is not a JSON object"},
-    {"status": 403, "code": "forbidden", "when": "a Host that is not loopback, a foreign Origin, or a "
-     "repository write asked over HTTP"},
+    {
+        "status": 400,
+        "code": "invalid_input",
+        "when": "a parameter of the wrong type, an unknown parameter "
+        "or field, a value the capability rejects, or a request body that is not a JSON object",
+    },
+    {
+        "status": 403,
+        "code": "forbidden",
+        "when": "a Host that is not loopback, a foreign Origin, or a repository write asked over HTTP",
+    },
     {"status": 404, "code": "not_found", "when": "the input names something the repository does not hold"},
     {"status": 405, "code": "method_not_allowed", "when": "the path exists under another method"},
     {"status": 413, "code": "payload_too_large", "when": "a request body over 1 MiB"},
-    {"status": 422, "code": "refused", "when": "a command understood and turned down; the message gives "
-     "the reason"},
+    {
+        "status": 422,
+        "code": "refused",
+        "when": "a command understood and turned down; the message gives the reason",
+    },
     {"status": 500, "code": "internal", "when": "the capability failed for its own reason"},
     {"status": 503, "code": "unavailable", "when": "the server is stopping or a bound is reached"},
 )
@@ -172,9 +182,7 @@ def render_openapi(registry: Registry) -> dict[str, Any]:
             ),
         },
         "servers": [{"url": "/"}],
-        "tags": [
-            {"name": m.id, "description": m.description} for m in registry.modules if m.id in tagged
-        ],
+        "tags": [{"name": m.id, "description": m.description} for m in registry.modules if m.id in tagged],
         "paths": dict(sorted(paths.items())),
         "components": {"schemas": registry.schemas.components},
         "x-svc": {

@@ -50,8 +50,9 @@ def standalone(schemas: SchemaSet, tp: Any) -> dict[str, Any]:
     needed: dict[str, Any] = {}
     _collect(root, schemas.components, needed)
     own = schemas.name(tp)
-    needed.pop(own, None) if own is not None else None
-    out = _rewrite(root)
+    if own is not None:
+        needed.pop(own, None)
+    out: dict[str, Any] = _rewrite(root)
     if needed:
         out = {**out, "$defs": {name: _rewrite(needed[name]) for name in sorted(needed)}}
     return out

@@ -1,0 +1,262 @@
+"""The one executor: decode, cache by policy, supervised handler runs, one error mapping."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from svc import Internal, InvalidInput, NotFound
+from svc.layer import Repository
+from svc.nursery import Supervisor
+from svc.registry import (
+    Actor,
+    Cache,
+    Capability,
+    Example,
+    Executor,
+    Exposure,
+    Generation,
+    HttpExposure,
+    Module,
+    Runtime,
+    build_registry,
+)
+
+MODULE = Module(id="demo", title="Demo", description="test capabilities")
+ACTOR = Actor(kind="internal")
+
+
+class Echo(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    value: int = 0
+    fail: bool = False
+
+
+class Count(msgspec.Struct, frozen=True):
+    value: int
+    calls: int
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.count = 0
+        self.started = trio.Event()
+        self.cancelled = False
+
+
+def declare(cid: str, policy: Cache, calls: Calls, *, kind: str = "query", block: bool = False) -> Capability:
+    async def handler(ctx: Any, params: Echo) -> Count:
+        calls.count += 1
+        calls.started.set()
+        if block:
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                calls.cancelled = True
+                raise
+        if params.fail:
+            raise NotFound(f"no value {params.value}")
+        if params.value < 0:
+            raise RuntimeError("secret internal detail")
+        return Count(value=params.value, calls=calls.count)
+
+    method = "GET" if kind == "query" else "POST"
+    return Capability(
+        id=f"demo.{cid}",
+        module="demo",
+        title=cid,
+        description=cid,
+        kind=kind,  # type: ignore[arg-type]
+        input=Echo,
+        output=Count,
+        handler=handler,
+        examples=(Example(name="one", input={}),),
+        exposure=Exposure(http=HttpExposure(method=method, path=f"/api/v1/{cid}")),  # type: ignore[arg-type]
+        cache=policy,
+    )
+
+
+@pytest.fixture
+async def harness(tmp_path: Path) -> AsyncIterator[tuple[Executor, dict[str, Calls]]]:
+    calls = {name: Calls() for name in ("plain", "process", "ttl", "generation", "command", "block")}
+    caps = [
+        declare("plain", Cache(), calls["plain"]),
+        declare("process", Cache(policy="process", max_entries=2), calls["process"]),
+        declare("ttl", Cache(policy="process", max_entries=4, ttl_seconds=5), calls["ttl"]),
+        declare("generation", Cache(policy="generation", max_entries=4), calls["generation"]),
+        declare("command", Cache(), calls["command"], kind="command"),
+        declare("block", Cache(), calls["block"], block=True),
+    ]
+    repo = Repository.discover(tmp_path)
+    runtime = Runtime(
+        registry=build_registry([MODULE], caps), repository=repo, generation=Generation(repo, stamp=b"")
+    )
+    async with Supervisor.open() as supervisor:
+        yield Executor(runtime, supervisor), calls
+
+
+async def call(executor: Executor, cid: str, **params: Any) -> dict[str, Any]:
+    cap = executor.runtime.registry.by_id[f"demo.{cid}"]
+    body = await executor.call(cap, executor.decode_value(cap, params), actor=ACTOR)
+    decoded: dict[str, Any] = msgspec.json.decode(body)
+    return decoded
+
+
+async def test_disabled_policy_always_runs_the_handler(harness: tuple[Executor, dict[str, Calls]]) -> None:
+    executor, calls = harness
+    await call(executor, "plain", value=1)
+    await call(executor, "plain", value=1)
+    assert calls["plain"].count == 2
+    assert executor.cache("demo.plain") is None
+
+
+async def test_process_cache_hits_are_byte_identical_and_fifo_bounded(
+    harness: tuple[Executor, dict[str, Calls]],
+) -> None:
+    executor, calls = harness
+    cap = executor.runtime.registry.by_id["demo.process"]
+    first = await executor.call(cap, Echo(value=1), actor=ACTOR)
+    assert await executor.call(cap, Echo(value=1), actor=ACTOR) == first
+    assert calls["process"].count == 1
+    await call(executor, "process", value=2)
+    await call(executor, "process", value=3)  # evicts value=1 (max_entries 2)
+    cache = executor.cache("demo.process")
+    assert cache is not None and len(cache) == 2
+    await call(executor, "process", value=1)
+    assert calls["process"].count == 4
+
+
+async def test_the_key_is_the_canonical_input_with_defaults(harness: tuple[Executor, dict[str, Calls]]) -> None:
+    executor, calls = harness
+    await call(executor, "process")
+    await call(executor, "process", value=0, fail=False)
+    assert calls["process"].count == 1
+
+
+async def test_ttl_expires_on_trio_clock(
+    harness: tuple[Executor, dict[str, Calls]], autojump_clock: trio.testing.MockClock
+) -> None:
+    executor, calls = harness
+    await call(executor, "ttl", value=1)
+    await trio.sleep(4.9)
+    await call(executor, "ttl", value=1)
+    assert calls["ttl"].count == 1
+    await trio.sleep(0.2)
+    await call(executor, "ttl", value=1)
+    assert calls["ttl"].count == 2
+
+
+async def test_generation_cache_is_kept_until_the_generation_changes(
+    harness: tuple[Executor, dict[str, Calls]],
+) -> None:
+    executor, calls = harness
+    await call(executor, "generation", value=1)
+    await call(executor, "generation", value=1)
+    assert calls["generation"].count == 1
+    executor.runtime.generation.bump()
+    answer = await call(executor, "generation", value=1)
+    assert answer == {"value": 1, "calls": 2}
+
+
+async def test_errors_are_never_cached(harness: tuple[Executor, dict[str, Calls]]) -> None:
+    executor, calls = harness
+    for _ in range(2):
+        with pytest.raises(NotFound, match="no value 7"):
+            await call(executor, "process", value=7, fail=True)
+    assert calls["process"].count == 2
+
+
+async def test_unexpected_exceptions_become_internal_without_their_text(
+    harness: tuple[Executor, dict[str, Calls]], caplog: pytest.LogCaptureFixture
+) -> None:
+    executor, _ = harness
+    with pytest.raises(Internal) as info:
+        await call(executor, "plain", value=-1)
+    assert "secret internal detail" not in info.value.message
+    assert info.value.message.startswith("internal error (correlation id c-")
+    correlation = info.value.message.split("correlation id ")[1].rstrip(")")
+    assert any(correlation in r.getMessage() for r in caplog.records)
+
+
+async def test_decode_errors_are_invalid_input(harness: tuple[Executor, dict[str, Calls]]) -> None:
+    executor, _ = harness
+    cap = executor.runtime.registry.by_id["demo.plain"]
+    with pytest.raises(InvalidInput, match=r"Expected `int`, got `str` - at `\$.value`"):
+        executor.decode_value(cap, {"value": "x"})
+    with pytest.raises(InvalidInput, match="unknown field `other`"):
+        executor.decode_json(cap, b'{"other": 1}')
+    with pytest.raises(InvalidInput, match="must be a JSON object"):
+        executor.decode_json(cap, b"[1]")
+    with pytest.raises(InvalidInput, match="not valid JSON"):
+        executor.decode_json(cap, b"{")
+    with pytest.raises(InvalidInput, match="unknown parameter 'nope'"):
+        executor.decode_text(cap, [("nope", "1")])
+    with pytest.raises(InvalidInput, match="given more than once"):
+        executor.decode_text(cap, [("value", "1"), ("value", "2")])
+    assert executor.decode_text(cap, [("value", "12"), ("fail", "false")]) == Echo(value=12, fail=False)
+    assert executor.decode_json(cap, b"  ") == Echo()
+
+
+async def test_a_cancelled_caller_cancels_the_handler_scope(harness: tuple[Executor, dict[str, Calls]]) -> None:
+    executor, calls = harness
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(call, executor, "block")
+        await calls["block"].started.wait()
+        assert executor.supervisor.active == 1
+        nursery.cancel_scope.cancel()
+    assert calls["block"].cancelled
+    await trio.testing.wait_all_tasks_blocked()
+    assert executor.supervisor.active == 0
+
+
+async def test_commands_are_serial_per_capability(tmp_path: Path) -> None:
+    inside = 0
+    most = 0
+    gate = trio.Event()
+
+    async def handler(ctx: Any, params: Echo) -> Count:
+        nonlocal inside, most
+        inside += 1
+        most = max(most, inside)
+        await gate.wait()
+        inside -= 1
+        return Count(value=0, calls=0)
+
+    cap = Capability(
+        id="demo.write",
+        module="demo",
+        title="w",
+        description="w",
+        kind="command",
+        input=Echo,
+        output=Count,
+        handler=handler,
+        examples=(Example(name="one", input={}),),
+        exposure=Exposure(http=HttpExposure(method="POST", path="/api/v1/write")),
+    )
+    repo = Repository.discover(tmp_path)
+    runtime = Runtime(registry=build_registry([MODULE], [cap]), repository=repo, generation=Generation(repo))
+    async with Supervisor.open() as supervisor, trio.open_nursery() as nursery:
+        executor = Executor(runtime, supervisor)
+        for _ in range(3):
+            nursery.start_soon(functools.partial(executor.call, cap, Echo(), actor=ACTOR))
+        await trio.testing.wait_all_tasks_blocked()
+        assert inside == 1
+        gate.set()
+    assert most == 1
+
+
+async def test_a_closing_supervisor_refuses_new_work(tmp_path: Path) -> None:
+    async def work() -> int:
+        return 1
+
+    async with Supervisor.open() as supervisor:
+        assert await supervisor.run(work) == 1
+    with pytest.raises(Exception, match="stopping"):
+        await supervisor.run(work)
