@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from svc.capabilities import _artifacts, _health, _introspection, _release
-from svc.registry import Capability, Module, Registry, build_registry
+from svc.registry import build_registry as _build_registry
+
+if TYPE_CHECKING:
+    from svc.registry import Capability, Module, Registry
 
 __all__ = ["builtin_capabilities", "builtin_modules", "builtin_registry"]
 
@@ -25,4 +29,4 @@ def builtin_capabilities() -> tuple[Capability, ...]:
 @functools.cache
 def builtin_registry() -> Registry:
     """The validated, frozen registry of the builtin capabilities (built once per process)."""
-    return build_registry(builtin_modules(), builtin_capabilities())
+    return _build_registry(builtin_modules(), builtin_capabilities())

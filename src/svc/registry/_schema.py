@@ -23,8 +23,10 @@ class SchemaSet:
     def __init__(self, types: Iterable[Any]) -> None:
         self.types: tuple[Any, ...] = tuple(types)
         refs, components = msgspec.json.schema_components(self.types, ref_template=REF_PREFIX + "{name}")
-        self.refs: dict[Any, dict[str, Any]] = dict(zip(self.types, refs, strict=True))
-        self.components: dict[str, Any] = dict(sorted(components.items()))
+        # A JSON round trip makes every value plain JSON (a `()` default becomes `[]`), as in the document.
+        plain = msgspec.json.decode(msgspec.json.encode([refs, dict(sorted(components.items()))]))
+        self.refs: dict[Any, dict[str, Any]] = dict(zip(self.types, plain[0], strict=True))
+        self.components: dict[str, Any] = plain[1]
 
     def ref(self, tp: Any) -> dict[str, Any]:
         """The schema of `tp` as it appears in a document (usually a `$ref`)."""

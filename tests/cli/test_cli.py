@@ -1,0 +1,166 @@
+"""The command line: commands from the registry, the same bytes as HTTP, exit codes, lazy imports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import pytest
+from asyncclick.testing import CliRunner
+
+from svc import __version__
+from svc.capabilities import builtin_registry
+from svc.cli import build_cli
+from svc.registry import Capability, cli_tree
+from tests.conftest import make_checkout
+
+SVC = [sys.executable, "-m", "svc"]
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def run_svc(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*SVC, *args], capture_output=True, cwd=cwd, env=ENV, timeout=60, check=False)
+
+
+async def invoke(*args: str) -> Any:
+    return await CliRunner().invoke(build_cli(), list(args), catch_exceptions=False)
+
+
+async def test_version_is_the_one_version() -> None:
+    result = await invoke("--version")
+    assert result.exit_code == 0
+    assert result.output == f"svc {__version__}\n"
+
+
+async def test_every_cli_exposure_is_a_command() -> None:
+    tree = {tuple(c.words): c for c in cli_tree(builtin_registry())}
+    for cap in builtin_registry().capabilities:
+        if cap.exposure.cli:
+            assert tree[cap.exposure.cli].capability == cap.id
+            result = await invoke(*cap.exposure.cli, "--help")
+            assert result.exit_code == 0, result.output
+            assert cap.id in result.output
+
+
+async def test_not_found_is_one_line_on_stderr_and_exit_10() -> None:
+    result = await invoke("capabilities", "describe", "no.such")
+    assert result.exit_code == 10
+    assert result.stderr == "svc: not_found: no capability 'no.such' (see GET /api/v1/capabilities)\n"
+    assert result.stdout == ""
+
+
+async def test_unknown_version_exits_10(tmp_path: Path) -> None:
+    (tmp_path / "CHANGELOG.md").write_text("# Changelog\n\n## [1.0.0] - 2026-01-01\n\n### Added\n\n- x\n")
+    result = await invoke("--repo", str(tmp_path), "release", "changelog", "--version", "9.9.9")
+    assert result.exit_code == 10
+    assert result.stderr == "svc: not_found: CHANGELOG.md has no section '9.9.9' (sections: 1.0.0)\n"
+
+
+async def test_usage_errors_exit_2() -> None:
+    assert (await invoke("capabilities", "list", "--kind", "nonsense")).exit_code == 2
+    assert (await invoke("no-such-command")).exit_code == 2
+
+
+async def test_readable_output_is_a_table() -> None:
+    result = await invoke("capabilities", "list", "--kind", "query")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if line.strip().startswith("ID "))
+    assert "MODULE" in header
+    assert any(line.strip().startswith("health.live ") for line in lines)
+
+
+def _cli_args(cap: Capability, example: dict[str, Any]) -> list[str]:
+    spec = next(c for c in cli_tree(builtin_registry()) if c.capability == cap.id)
+    args = list(spec.words)
+    for param in spec.parameters:
+        if param.field is None or param.field not in example:
+            continue
+        value = example[param.field]
+        if param.positional:
+            args.append(str(value))
+        elif isinstance(value, bool):
+            flag = param.name.removeprefix("--")
+            args.append(f"--{flag}" if value else f"--no-{flag}")
+        else:
+            args += [param.name, str(value)]
+    return [*args, "--json"]
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    checkout = make_checkout(tmp_path / "served")
+    (checkout / "CHANGELOG.md").write_text(
+        "# Changelog\n\n## [Unreleased]\n\n### Added\n\n- a thing\n\n## [0.1.0] - 2026-01-02\n\n### Fixed\n\n- a bug\n"
+    )
+    proc = subprocess.Popen([*SVC, "serve", "--port", "0"], cwd=checkout, env=ENV, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    line = proc.stderr.readline().decode()
+    assert "svc: serving http://127.0.0.1:" in line, line
+    try:
+        yield checkout, line.split("serving ")[1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stderr.close()
+
+
+@pytest.mark.slow
+def test_every_capability_answers_the_same_bytes_over_http_and_the_cli(served: tuple[Path, str]) -> None:
+    checkout, url = served
+    compared = 0
+    with httpx.Client(base_url=url) as http:
+        for cap in builtin_registry().capabilities:
+            if not cap.exposure.cli or cap.exposure.http is None:
+                continue
+            for example in cap.examples:
+                query = {k: ("true" if v is True else "false" if v is False else v) for k, v in example.input.items()}
+                over_http = http.get(cap.exposure.http.path, params=query)
+                assert over_http.status_code == 200, (cap.id, over_http.text)
+                over_cli = run_svc(*_cli_args(cap, example.input), cwd=checkout)
+                assert over_cli.returncode == 0, (cap.id, over_cli.stderr)
+                assert over_cli.stdout == over_http.content + b"\n", cap.id
+                compared += 1
+    assert compared >= 9
+
+
+def test_generate_check_passes_on_this_repository() -> None:
+    root = Path(__file__).resolve().parents[2]
+    result = run_svc("generate", "--check", cwd=root)
+    assert result.returncode == 0, result.stdout.decode()
+    assert result.stdout.decode().splitlines()[-1] == "generate --check: in sync"
+
+
+def test_generate_check_fails_on_a_hand_edited_copy(tmp_path: Path) -> None:
+    checkout = make_checkout(tmp_path / "copy", git=False)
+    assert run_svc("generate", cwd=checkout).returncode == 0
+    assert run_svc("generate", "--check", cwd=checkout).returncode == 0
+    target = checkout / "docs/generated/openapi.json"
+    before = {p: p.read_bytes() for p in (checkout / "docs/generated").iterdir()}
+    target.write_bytes(target.read_bytes().replace(b'"title": "svc"', b'"title": "edited"'))
+    (checkout / "docs/generated/cli.md").unlink()
+    result = run_svc("generate", "--check", cwd=checkout)
+    assert result.returncode == 10
+    out = result.stdout.decode()
+    assert "docs/generated/openapi.json (differs)" in out
+    assert "docs/generated/cli.md (missing)" in out
+    assert (checkout / "docs/generated/cli.md").exists() is False
+    assert target.read_bytes() != before[target]
+
+
+def test_a_query_imports_no_web_or_mcp_stack(tmp_path: Path) -> None:
+    probe = (
+        "import sys\nfrom svc.cli import main\ntry:\n    main(['health', 'live', '--json'])\nexcept SystemExit:\n"
+        "    pass\nheavy = [m for m in ('quart', 'quart_trio', 'hypercorn', 'mcp', 'starlette', 'pydantic',"
+        " 'markdown_it', 'cryptography') if m in sys.modules]\nprint('HEAVY', heavy)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60, check=True, env=ENV)
+    lines = result.stdout.decode().splitlines()
+    assert msgspec.json.decode(lines[0])["alive"] is True
+    assert lines[-1] == "HEAVY []"
