@@ -7,7 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import msgspec
@@ -164,3 +164,69 @@ def test_a_query_imports_no_web_or_mcp_stack(tmp_path: Path) -> None:
     lines = result.stdout.decode().splitlines()
     assert msgspec.json.decode(lines[0])["alive"] is True
     assert lines[-1] == "HEAVY []"
+
+
+class Pick(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    item: str
+    mode: Literal["start", "stop"]
+    loud: bool = False
+
+
+async def test_presets_and_a_command_that_is_also_a_group() -> None:
+    from svc.registry import (
+        CliPreset,
+        Example,
+        Exposure,
+        HttpExposure,
+        Module,
+        NoInput,
+        build_registry,
+    )
+    from svc.registry import Capability as Cap
+
+    async def pick(ctx: Any, params: Pick) -> dict[str, Any]:
+        return msgspec.to_builtins(params)
+
+    async def overview(ctx: Any, params: NoInput) -> dict[str, str]:
+        return {"overview": "yes"}
+
+    registry = build_registry(
+        [Module(id="demo", title="d", description="d")],
+        [
+            Cap(
+                id="demo.overview",
+                module="demo",
+                title="Overview",
+                description="o",
+                input=NoInput,
+                output=dict[str, str],
+                handler=overview,
+                examples=(Example(name="a"),),
+                exposure=Exposure(http=HttpExposure(method="GET", path="/api/v1/o"), cli=("demo",)),
+            ),
+            Cap(
+                id="demo.pick",
+                module="demo",
+                title="Pick",
+                description="p",
+                input=Pick,
+                output=dict[str, Any],
+                handler=pick,
+                examples=(Example(name="a", input={"item": "x", "mode": "start"}),),
+                exposure=Exposure(
+                    http=HttpExposure(method="GET", path="/api/v1/p"),
+                    cli=("demo", "pick"),
+                    cli_presets=(CliPreset(words=("demo", "start"), input={"mode": "start"}, summary="Start one"),),
+                ),
+            ),
+        ],
+    )
+    cli = build_cli(registry)
+    runner = CliRunner()
+    group = await runner.invoke(cli, ["demo", "--json"], catch_exceptions=False)
+    assert (group.exit_code, group.stdout) == (0, '{"overview":"yes"}\n')
+    full = await runner.invoke(cli, ["demo", "pick", "I1", "stop", "--loud", "--json"], catch_exceptions=False)
+    assert msgspec.json.decode(full.stdout) == {"item": "I1", "mode": "stop", "loud": True}
+    preset = await runner.invoke(cli, ["demo", "start", "I2", "--json"], catch_exceptions=False)
+    assert msgspec.json.decode(preset.stdout) == {"item": "I2", "mode": "start", "loud": False}
+    assert (await runner.invoke(cli, ["demo", "start", "I2", "stop"])).exit_code == 2

@@ -13,6 +13,7 @@ from svc.registry import (
     Benchmark,
     Cache,
     Capability,
+    CliPreset,
     Context,
     Example,
     Exposure,
@@ -174,6 +175,14 @@ def test_duplicate_tool_resource_and_cli_are_refused() -> None:
         ({"benchmark": Benchmark(policy="required_when")}, "benchmark required_when needs `when`"),
         ({"benchmark": Benchmark(policy="waived")}, "benchmark waived needs a reason"),
         ({"module": "nope", "id": "nope.thing"}, "unknown module 'nope'"),
+        (
+            {"exposure": Exposure(cli_presets=(CliPreset(words=("t", "x"), input={}, summary="s"),))},
+            "CLI presets need the capability's own CLI words",
+        ),
+        (
+            {"exposure": Exposure(cli=("t",), cli_presets=(CliPreset(words=("t", "x"), input={"z": 1}, summary="s"),))},
+            "CLI preset 't x' sets fields the input does not have",
+        ),
     ],
 )
 def test_refusal_rules(overrides: dict[str, Any], expected: str) -> None:

@@ -194,6 +194,10 @@ def _row(cap: Capability, surfaces: Reachable) -> tuple[ClosureRow, list[Closure
                     message=f"`svc {words}` does not run {cap.id}",
                 )
             )
+    for preset in cap.exposure.cli_presets:
+        if surfaces.cli.get(preset.words) != cap.id:
+            message = f"`svc {' '.join(preset.words)}` does not run {cap.id}"
+            findings.append(ClosureFinding(code="CLOSURE_CLI_ABSENT", id=cap.id, message=message))
     if mcp is not None and mcp.tool is not None and surfaces.mcp_tools.get(mcp.tool) != cap.id:
         findings.append(
             ClosureFinding(

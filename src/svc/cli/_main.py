@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncclick as click
+import msgspec
 import trio
 
 from svc._errors import SvcError
@@ -60,15 +61,18 @@ def _click_parameter(param: CliParameter) -> click.Parameter:
     return click.Option([param.name, param.field], type=kind, default=None, help=param.help + shown)
 
 
-def _capability_command(registry: Registry, spec: CliCommand) -> click.Command:
+def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) -> click.Command:
     assert spec.capability is not None
     cap = registry.by_id[spec.capability]
     fields = {p.field for p in spec.parameters if p.field is not None}
+    preset = [(name, _text(value)) for name, value in (spec.preset or {}).items()]
 
     @click.pass_context
     async def run(ctx: click.Context, /, **values: Any) -> None:
         as_json = bool(values.pop("json", False))
-        items = [
+        if ctx.invoked_subcommand is not None:
+            return
+        items = preset + [
             (name, _text(value)) for name, value in values.items() if name in fields and value is not None
         ]
         from svc._service import open_service
@@ -85,13 +89,18 @@ def _capability_command(registry: Registry, spec: CliCommand) -> click.Command:
             sys.stdout.flush()
         else:
             click.echo(render(body), nl=False)
+        if cap.cli_verdict is not None and msgspec.json.decode(body).get(cap.cli_verdict) is False:
+            raise SystemExit(EXIT_REFUSED)
 
-    return click.Command(
+    kind = click.Group if group else click.Command
+    extra: dict[str, Any] = {"invoke_without_command": True} if group else {}
+    return kind(
         spec.words[-1],
         callback=run,
         params=[_click_parameter(p) for p in spec.parameters],
-        help=f"{cap.description}\n\nRuns the capability {cap.id}.",
+        help=f"{spec.summary}.\n\n{cap.description}\n\nRuns the capability {cap.id}.",
         short_help=spec.summary,
+        **extra,
     )
 
 
@@ -162,16 +171,20 @@ def build_cli(registry: Registry | None = None) -> click.Group:
         Exit codes: 0 success, 1 internal failure, 2 usage, 10 refused or invalid.
         """
 
-    for spec in cli_tree(registry):
-        group = svc
+    tree = cli_tree(registry)
+    prefixes = {tuple(c.words[:i]) for c in tree for i in range(1, len(c.words))}
+    for spec in tree:
+        parent = svc
         for word in spec.words[:-1]:
-            found = group.commands.get(word)
+            found = parent.commands.get(word)
             if not isinstance(found, click.Group):
                 found = click.Group(word, help=f"{word} commands")
-                group.add_command(found)
-            group = found
-        command = _INFRASTRUCTURE.get(tuple(spec.words)) or _capability_command(registry, spec)
-        group.add_command(command, spec.words[-1])
+                parent.add_command(found)
+            parent = found
+        command = _INFRASTRUCTURE.get(tuple(spec.words)) or _capability_command(
+            registry, spec, group=tuple(spec.words) in prefixes
+        )
+        parent.add_command(command, spec.words[-1])
     return svc
 
 

@@ -19,6 +19,7 @@ from svc.registry._context import Reporter as Reporter
 from svc.registry._declaration import Benchmark as Benchmark
 from svc.registry._declaration import Cache as Cache
 from svc.registry._declaration import Capability as Capability
+from svc.registry._declaration import CliPreset as CliPreset
 from svc.registry._declaration import Example as Example
 from svc.registry._declaration import Exposure as Exposure
 from svc.registry._declaration import Hints as Hints
@@ -58,6 +59,7 @@ __all__ = [
     "CapabilityView",
     "CliCommand",
     "CliParameter",
+    "CliPreset",
     "Context",
     "ErrorBody",
     "ErrorDetail",

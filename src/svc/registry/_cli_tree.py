@@ -8,6 +8,7 @@ here beside them, so the reference, the real tree and the closure matrix read on
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -38,6 +39,7 @@ class CliCommand(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     words: list[str]
     summary: str
     capability: str | None = None
+    preset: dict[str, Any] | None = None
     parameters: list[CliParameter] = msgspec.field(default_factory=list)
 
 
@@ -65,13 +67,15 @@ INFRASTRUCTURE: tuple[CliCommand, ...] = (
 )
 
 
-def _parameters(registry: Registry, cap: Capability) -> list[CliParameter]:
+def _parameters(registry: Registry, cap: Capability, fixed: Iterable[str] = ()) -> list[CliParameter]:
     schema = registry.input_schema(cap)
     properties: dict[str, Any] = schema.get("properties", {})
     required = set(schema.get("required", ()))
     kinds = text_kinds(cap.input)
     out: list[CliParameter] = []
     for name, prop in properties.items():
+        if name in fixed:
+            continue
         resolved = _non_null(prop)
         enum = resolved.get("enum")
         choices = [str(v) for v in enum] if isinstance(enum, list) else None
@@ -125,6 +129,16 @@ def cli_tree(registry: Registry) -> list[CliCommand]:
                     summary=cap.title,
                     capability=cap.id,
                     parameters=_parameters(registry, cap),
+                )
+            )
+        for preset in cap.exposure.cli_presets:
+            commands.append(
+                CliCommand(
+                    words=list(preset.words),
+                    summary=preset.summary,
+                    capability=cap.id,
+                    preset=dict(preset.input),
+                    parameters=_parameters(registry, cap, fixed=preset.input),
                 )
             )
     return sorted(commands, key=lambda c: c.words)

@@ -20,6 +20,7 @@ __all__ = [
     "Benchmark",
     "Cache",
     "Capability",
+    "CliPreset",
     "Example",
     "Exposure",
     "Handler",
@@ -73,12 +74,21 @@ class McpExposure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     resource: McpResource | None = None
 
 
+class CliPreset(msgspec.Struct, frozen=True, kw_only=True):
+    """Extra CLI words that run the capability with some input fields fixed (`svc plan start ID`)."""
+
+    words: tuple[str, ...]
+    input: dict[str, Any]
+    summary: str
+
+
 class Exposure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Where a capability is reachable."""
 
     http: HttpExposure | None = None
     mcp: McpExposure | None = None
     cli: tuple[str, ...] = ()
+    cli_presets: tuple[CliPreset, ...] = ()
 
 
 class Cache(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -121,6 +131,8 @@ class Capability:
 
     The handler is a plain async function ``(ctx, params) -> output``; `params` is an instance of `input`,
     the result an instance of `output`. `source_path` is the repository-relative file that declares it.
+    `cli_verdict` names a boolean field of the output: when the answer carries it false, the command line
+    exits 10 (a report whose verdict is a failure, such as an invalid plan).
     """
 
     id: str
@@ -139,6 +151,7 @@ class Capability:
     benchmark: Benchmark = field(default_factory=Benchmark)
     cancellable: bool = False
     writes_repository: bool = False
+    cli_verdict: str | None = None
     source_path: str = ""
 
     @property

@@ -164,6 +164,8 @@ def build_registry(modules: Iterable[Module], capabilities: Iterable[Capability]
             unique("resource", mcp.resource.uri, cap.id)
         if cap.exposure.cli:
             unique("cli", " ".join(cap.exposure.cli), cap.id)
+        for preset in cap.exposure.cli_presets:
+            unique("cli", " ".join(preset.words), cap.id)
     problems.extend(_check_schemas(capabilities))
     if problems:
         raise RegistryError(problems)
@@ -199,17 +201,33 @@ def _check_capability(cap: Capability, module_ids: set[str]) -> list[str]:
                 say(f"{cap.id}: MCP resource URI {mcp.resource.uri!r} is not under svc://")
             if cap.kind == "command":
                 say(f"{cap.id}: a command cannot be an MCP resource")
-    for word in cli:
-        if not _CLI_WORD.match(word):
-            say(f"{cap.id}: bad CLI word {word!r}")
+    fields = {f.encode_name for f in msgspec.structs.fields(cap.input)}
+    for words in (cli, *(p.words for p in cap.exposure.cli_presets)):
+        for word in words:
+            if not _CLI_WORD.match(word):
+                say(f"{cap.id}: bad CLI word {word!r}")
+    for preset in cap.exposure.cli_presets:
+        if not cli:
+            say(f"{cap.id}: CLI presets need the capability's own CLI words")
+        if not set(preset.input) <= fields:
+            say(f"{cap.id}: CLI preset {' '.join(preset.words)!r} sets fields the input does not have")
     if cap.kind == "resource":
         if cap.handler is not None or http is not None or cli or (mcp is not None and mcp.tool):
             say(f"{cap.id}: a resource has no handler, HTTP route, CLI command or tool")
     elif cap.handler is None:
         say(f"{cap.id}: a {cap.kind} needs a handler")
+    if cap.cli_verdict is not None and cap.cli_verdict not in _output_fields(cap):
+        say(f"{cap.id}: cli_verdict {cap.cli_verdict!r} is not a field of the output")
     out.extend(_check_cache(cap))
     out.extend(_check_examples_and_benchmark(cap))
     return out
+
+
+def _output_fields(cap: Capability) -> set[str]:
+    try:
+        return {f.encode_name for f in msgspec.structs.fields(cap.output)}
+    except TypeError:
+        return set()
 
 
 def _check_path(cap_id: str, path: str) -> list[str]:
