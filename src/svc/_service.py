@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from svc.capabilities import builtin_registry
 from svc.layer import Repository
-from svc.nursery import Supervisor
+from svc.nursery import Engine, Supervisor
 from svc.registry import Executor, Generation, Runtime
 
 __all__ = ["open_service"]
@@ -25,4 +25,6 @@ async def open_service(repo: Repository, *, surface: str, watch: bool) -> AsyncI
     async with Supervisor.open() as supervisor:
         if watch:
             await supervisor.nursery.start(generation.watch)
-        yield Executor(runtime, supervisor)
+        executor = Executor(runtime, supervisor)
+        runtime.engine = Engine(executor)
+        yield executor

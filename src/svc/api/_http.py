@@ -39,9 +39,7 @@ MAX_BODY = 1024 * 1024
 API_PREFIX = "/api/v1/"
 #: Paths the page app serves (exact, or as a prefix when they end in "/").
 PAGE_PREFIXES: tuple[str, ...] = ("/swagger/", "/docs/", "/cockpit/")
-PAGE_PATHS: frozenset[str] = frozenset(
-    {"/", "/api/v1", "/openapi.json", "/swagger", "/docs", "/events", "/cockpit"}
-)
+PAGE_PATHS: frozenset[str] = frozenset({"/", "/api/v1", "/openapi.json", "/swagger", "/docs", "/events", "/cockpit"})
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 _JSON_HEADERS = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
 _error_encoder = msgspec.json.Encoder()
@@ -84,9 +82,7 @@ def check_request(scope: Scope) -> None:
     """
     host = _header(scope, b"host")
     if not loopback_host(host):
-        raise Forbidden(
-            f"Host {host!r} is not a loopback name; this server answers 127.0.0.1 and localhost only"
-        )
+        raise Forbidden(f"Host {host!r} is not a loopback name; this server answers 127.0.0.1 and localhost only")
     if scope["type"] == "websocket" or scope.get("method") != "GET":
         origin = _header(scope, b"origin")
         if origin is not None and origin != f"http://{host}":
@@ -139,9 +135,7 @@ async def read_body(scope: Scope, receive: Receive) -> bytes:
 class SvcApp:
     """The ASGI application: security checks, capability routes, and the page app behind them."""
 
-    def __init__(
-        self, executor: Executor, pages: ASGIApp, *, mounts: dict[str, ASGIApp] | None = None
-    ) -> None:
+    def __init__(self, executor: Executor, pages: ASGIApp, *, mounts: dict[str, ASGIApp] | None = None) -> None:
         self.executor = executor
         self.registry = executor.runtime.registry
         self.pages = pages

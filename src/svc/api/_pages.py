@@ -114,9 +114,7 @@ def home_document(runtime: Runtime, served: frozenset[str]) -> dict[str, Any]:
         "git_repository_id": _git_repository_id(common),
         "linked_worktree": repo.git_dir is not None and repo.git_dir != repo.common_dir,
         "layer": repo.has_layer,
-        "surfaces": [
-            {**s, "visibility": "public", "kind": "route", "ready": s["id"] in served} for s in SURFACES
-        ],
+        "surfaces": [{**s, "visibility": "public", "kind": "route", "ready": s["id"] in served} for s in SURFACES],
         "leaseholder": runtime.server.leaseholder,
     }
 
@@ -256,9 +254,7 @@ def _docs_response(runtime: Runtime, markdown: MarkdownIt, rel: str) -> Response
 def _markdown_page(markdown: MarkdownIt, path: Path, rel: str) -> Response:
     text = path.read_text(encoding="utf-8", errors="replace")
     title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.name)
-    return _page(
-        title, f"<p class=muted><a href='/docs/'>docs</a> / {html.escape(rel)}</p>" + markdown.render(text)
-    )
+    return _page(title, f"<p class=muted><a href='/docs/'>docs</a> / {html.escape(rel)}</p>" + markdown.render(text))
 
 
 def _listing(root: Path, directory: Path) -> Response:
@@ -269,6 +265,4 @@ def _listing(root: Path, directory: Path) -> Response:
         rel = child.relative_to(root).as_posix() + ("/" if child.is_dir() else "")
         items.append(f"<li><a href='/docs/{html.escape(rel)}'>{html.escape(rel)}</a></li>")
     heading = directory.relative_to(root).as_posix()
-    return _page(
-        "docs", f"<h1>docs/{html.escape('' if heading == '.' else heading)}</h1><ul>{''.join(items)}</ul>"
-    )
+    return _page("docs", f"<h1>docs/{html.escape('' if heading == '.' else heading)}</h1><ul>{''.join(items)}</ul>")

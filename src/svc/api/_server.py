@@ -12,6 +12,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
+from svc.api._events import EventsChannel
 from svc.api._http import ASGIApp, SvcApp
 from svc.api._pages import build_pages
 from svc.registry import Executor
@@ -48,9 +49,7 @@ def bind_loopback(port: int = DEFAULT_PORT) -> socket.socket:
             continue
         sock.listen(128)
         return sock
-    raise OSError(
-        errno.EADDRINUSE, f"no free port in {port}..{port + PORT_ATTEMPTS - 1} on 127.0.0.1"
-    ) from last
+    raise OSError(errno.EADDRINUSE, f"no free port in {port}..{port + PORT_ATTEMPTS - 1} on 127.0.0.1") from last
 
 
 async def serve_http(
@@ -62,7 +61,8 @@ async def serve_http(
 ) -> None:
     """Serve until `shutdown` is set; `task_status.started(url)` once bound.
 
-    Shutdown drains open requests for at most one second.
+    Shutdown closes the live channels (`stream.closing`), stops the executions (grace 1 s), and drains
+    open requests for at most one second, the two at once.
     """
     sock = bind_loopback(port)
     bound = sock.getsockname()[1]
@@ -75,11 +75,28 @@ async def serve_http(
     errorlog.setLevel(logging.WARNING)
     config.errorlog = errorlog
     config.include_server_header = False
-    app = SvcApp(executor, cast(ASGIApp, build_pages(executor.runtime, SERVED)))
+    engine = executor.runtime.engine
+    mounts: dict[str, ASGIApp] = {}
+    served = SERVED
+    if engine is not None:
+        config.websocket_ping_interval = engine.limits.heartbeat_seconds
+        mounts["/events"] = EventsChannel(engine)
+        served = served | {"events"}
+    app = SvcApp(executor, cast(ASGIApp, build_pages(executor.runtime, served)), mounts=mounts)
     executor.runtime.server.url = url
+    drained = trio.Event()
+
+    async def stop() -> None:
+        await shutdown.wait()
+        if engine is not None:
+            engine.close_channels("server shutdown")
+            nursery.start_soon(engine.shutdown)
+        drained.set()
+
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(partial(serve, cast(Any, app), config, shutdown_trigger=shutdown.wait))
+            nursery.start_soon(stop)
+            await nursery.start(partial(serve, cast(Any, app), config, shutdown_trigger=drained.wait))
             _log.info("svc: serving %s", url)
             task_status.started(url)
     finally:

@@ -130,9 +130,7 @@ def _read(repo: Repository, path: str) -> bytes | None:
         return None
 
 
-def report(
-    derived: dict[str, bytes], on_disk: dict[str, bytes | None], params: ArtifactsInput
-) -> ArtifactReport:
+def report(derived: dict[str, bytes], on_disk: dict[str, bytes | None], params: ArtifactsInput) -> ArtifactReport:
     """Build the report from the derived files and the committed copies."""
     specs = {s.id: s for s in DOCUMENTS}
     if params.document is not None and params.document not in specs:
@@ -241,9 +239,7 @@ CAPABILITIES = (
         tags=("artifacts",),
         exposure=Exposure(
             http=HttpExposure(method="GET", path="/api/v1/artifacts"),
-            mcp=McpExposure(
-                tool="svc_artifacts", resource=McpResource(uri="svc://artifacts", name="artifacts")
-            ),
+            mcp=McpExposure(tool="svc_artifacts", resource=McpResource(uri="svc://artifacts", name="artifacts")),
             cli=("artifacts", "list"),
         ),
         cache=Cache(policy="process", max_entries=8, ttl_seconds=5),

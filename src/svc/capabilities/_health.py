@@ -185,18 +185,14 @@ def _scope_check(runtime: Runtime) -> HealthCheck:
     try:
         raw = (runtime.repository.root / rel).read_bytes()
     except OSError:
-        return _check(
-            "scope", title, "warn", f"{rel} is absent; nothing declares what the layer governs", rel
-        )
+        return _check("scope", title, "warn", f"{rel} is absent; nothing declares what the layer governs", rel)
     try:
         data = load_yaml(raw)
     except YamlError:
         return _check("scope", title, "fail", f"{rel} is not YAML", rel)
     if not isinstance(data, dict):
         return _check("scope", title, "fail", f"{rel} is not a mapping", rel)
-    return _check(
-        "scope", title, "ok", f"{rel} parses ({len(data)} keys)", rel, evidence=sorted(map(str, data))
-    )
+    return _check("scope", title, "ok", f"{rel} parses ({len(data)} keys)", rel, evidence=sorted(map(str, data)))
 
 
 def _git_check(runtime: Runtime) -> HealthCheck:
@@ -265,9 +261,7 @@ def _server_check(runtime: Runtime) -> HealthCheck:
     title = "Server"
     lease = read_lease(runtime.repository)
     if lease is not None and pid_alive(lease.pid) and lease.url is not None:
-        return _check(
-            "server", title, "ok", f"pid {lease.pid} serves {lease.url}", ".ai/local/state/mcp/server.json"
-        )
+        return _check("server", title, "ok", f"pid {lease.pid} serves {lease.url}", ".ai/local/state/mcp/server.json")
     if runtime.server.url is not None:
         return _check("server", title, "ok", f"this process serves {runtime.server.url}", "this process")
     return _check(
@@ -282,9 +276,7 @@ def _server_check(runtime: Runtime) -> HealthCheck:
 def _mesh_check(runtime: Runtime) -> HealthCheck:
     declarations = sorted((runtime.repository.layer / "repo" / "mesh").glob("*.yaml"))
     if not declarations:
-        return _check(
-            "mesh", "Mesh", "ok", "the mesh is off: no declaration under .ai/repo/mesh/", ".ai/repo/mesh/"
-        )
+        return _check("mesh", "Mesh", "ok", "the mesh is off: no declaration under .ai/repo/mesh/", ".ai/repo/mesh/")
     names = [runtime.repository.relative(p) for p in declarations]
     return _check(
         "mesh",

@@ -33,9 +33,7 @@ _SOURCE = "src/svc/capabilities/_introspection.py"
 class ListInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Filters of `capabilities.list`."""
 
-    kind: Annotated[
-        Literal["query", "command", "resource"] | None, Meta(description="keep only this kind")
-    ] = None
+    kind: Annotated[Literal["query", "command", "resource"] | None, Meta(description="keep only this kind")] = None
     exposure: Annotated[
         Literal["mcp", "http", "cli"] | None, Meta(description="keep only capabilities on this surface")
     ] = None
@@ -77,9 +75,7 @@ class ProjectionsInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     """Filters of `capabilities.projections`."""
 
     module: Annotated[str | None, Meta(description="keep only this module's capabilities")] = None
-    unmet: Annotated[
-        bool, Meta(description="keep only rows with a declared surface that is not reachable")
-    ] = False
+    unmet: Annotated[bool, Meta(description="keep only rows with a declared surface that is not reachable")] = False
 
 
 class ClosureRow(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -182,9 +178,7 @@ def _row(cap: Capability, surfaces: Reachable) -> tuple[ClosureRow, list[Closure
         bound = surfaces.cli.get(cap.exposure.cli)
         if bound is None:
             findings.append(
-                ClosureFinding(
-                    code="CLOSURE_CLI_ABSENT", id=cap.id, message=f"`svc {words}` is not a command"
-                )
+                ClosureFinding(code="CLOSURE_CLI_ABSENT", id=cap.id, message=f"`svc {words}` is not a command")
             )
         elif bound != cap.id:
             findings.append(
@@ -206,11 +200,7 @@ def _row(cap: Capability, surfaces: Reachable) -> tuple[ClosureRow, list[Closure
                 message=f"the MCP tool {mcp.tool} is not listed by the MCP server",
             )
         )
-    if (
-        mcp is not None
-        and mcp.resource is not None
-        and surfaces.mcp_resources.get(mcp.resource.uri) != cap.id
-    ):
+    if mcp is not None and mcp.resource is not None and surfaces.mcp_resources.get(mcp.resource.uri) != cap.id:
         findings.append(
             ClosureFinding(
                 code="CLOSURE_MCP_RESOURCE_ABSENT",

@@ -41,9 +41,7 @@ _LINK = re.compile(r"^\[(?P<label>[^\]]+)\]:\s*(?P<url>\S+)\s*$")
 class ChangelogInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Input of `release.changelog`."""
 
-    version: Annotated[
-        str | None, Meta(description="a version or `unreleased`; every section when absent")
-    ] = None
+    version: Annotated[str | None, Meta(description="a version or `unreleased`; every section when absent")] = None
 
 
 class ChangeGroup(msgspec.Struct, frozen=True, kw_only=True):
@@ -157,9 +155,7 @@ CAPABILITIES = (
         tags=("release",),
         exposure=Exposure(
             http=HttpExposure(method="GET", path="/api/v1/changelog"),
-            mcp=McpExposure(
-                tool="svc_changelog", resource=McpResource(uri="svc://changelog", name="changelog")
-            ),
+            mcp=McpExposure(tool="svc_changelog", resource=McpResource(uri="svc://changelog", name="changelog")),
             cli=("release", "changelog"),
         ),
         source_path=_SOURCE,

@@ -36,9 +36,5 @@ def check_documents(repo: Repository, registry: Registry, say: Callable[[str], o
         else:
             stale.append(rel)
             say(f"{rel} ({'missing' if committed is None else 'differs'})")
-    say(
-        "generate --check: in sync"
-        if not stale
-        else f"generate --check: {len(stale)} stale; run `svc generate`"
-    )
+    say("generate --check: in sync" if not stale else f"generate --check: {len(stale)} stale; run `svc generate`")
     return stale

@@ -51,9 +51,7 @@ def _click_parameter(param: CliParameter) -> click.Parameter:
         assert param.field is not None
         return click.Argument([param.field], type=kind, required=True, metavar=param.name)
     if param.field is None:
-        return click.Option(
-            [param.name, param.name.lstrip("-").replace("-", "_")], is_flag=True, help=param.help
-        )
+        return click.Option([param.name, param.name.lstrip("-").replace("-", "_")], is_flag=True, help=param.help)
     if param.kind == "boolean":
         flag = param.name.lstrip("-")
         return click.Option([f"--{flag}/--no-{flag}", param.field], default=None, help=param.help)
@@ -131,9 +129,7 @@ async def serve_command(ctx: click.Context, port: int) -> None:
 
 
 @click.command("generate", short_help="Write (or --check) the documents under docs/generated/.")
-@click.option(
-    "--check", is_flag=True, help="re-derive every document, write nothing, exit 10 if any is stale"
-)
+@click.option("--check", is_flag=True, help="re-derive every document, write nothing, exit 10 if any is stale")
 @click.pass_context
 async def generate_command(ctx: click.Context, check: bool) -> None:
     """Write the generated documents under docs/generated/, or compare them with --check."""

@@ -49,9 +49,7 @@ def _render_value(value: Any, lines: list[str], indent: str) -> None:
 
 
 def _render_mapping(mapping: dict[str, Any], lines: list[str], indent: str) -> None:
-    simple = {
-        k: v for k, v in mapping.items() if _scalar(v) or (isinstance(v, list) and all(map(_scalar, v)))
-    }
+    simple = {k: v for k, v in mapping.items() if _scalar(v) or (isinstance(v, list) and all(map(_scalar, v)))}
     width = max((len(k) for k in simple), default=0)
     for key, value in simple.items():
         lines.append(f"{indent}{key.ljust(width)}  {_cell(value)}")
@@ -72,9 +70,7 @@ def _table(rows: list[dict[str, Any]], lines: list[str], indent: str) -> None:
     columns: list[str] = []
     for row in rows:
         for key, value in row.items():
-            if key not in columns and (
-                _scalar(value) or (isinstance(value, list) and all(map(_scalar, value)))
-            ):
+            if key not in columns and (_scalar(value) or (isinstance(value, list) and all(map(_scalar, value)))):
                 columns.append(key)
     budget = shutil.get_terminal_size((120, 24)).columns - len(indent)
     cells = [[_cell(row.get(c)) for c in columns] for row in rows]

@@ -88,9 +88,7 @@ def _check(data: Any) -> LayerReading:
             if not isinstance(value, dict):
                 problems.append(f".ai/manifest.yaml: {key} must be a mapping")
                 continue
-            problems.extend(
-                f".ai/manifest.yaml: unknown key '{key}.{sub}'" for sub in value if sub not in allowed
-            )
+            problems.extend(f".ai/manifest.yaml: unknown key '{key}.{sub}'" for sub in value if sub not in allowed)
     schema = data.get("schema")
     if schema != SCHEMA:
         problems.append(f".ai/manifest.yaml: schema {schema!r} is not {SCHEMA!r}")

@@ -21,6 +21,7 @@ __all__ = ["decode_json", "decode_text", "decode_value", "text_kinds"]
 
 TextKind = Literal["integer", "number", "boolean", "text"]
 _INT = re.compile(r"^[+-]?[0-9]+$")
+_NUMBER = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
 
 
 @functools.cache
@@ -96,12 +97,9 @@ def _coerce(name: str, kind: TextKind, text: str) -> Any:
             raise InvalidInput(f"Expected `int`, got `str` - at `$.{name}` (parameter '{name}' is {text!r})")
         return int(text)
     if kind == "number":
-        try:
-            return float(text)
-        except ValueError:
-            raise InvalidInput(
-                f"Expected `number`, got `str` - at `$.{name}` (parameter '{name}' is {text!r})"
-            ) from None
+        if not _NUMBER.match(text):
+            raise InvalidInput(f"Expected `number`, got `str` - at `$.{name}` (parameter '{name}' is {text!r})")
+        return float(text)
     if kind == "boolean":
         if text not in ("true", "false"):
             raise InvalidInput(f"Expected `bool` (true or false) - at `$.{name}`, got {text!r}")

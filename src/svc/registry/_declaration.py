@@ -132,7 +132,8 @@ class Capability:
     The handler is a plain async function ``(ctx, params) -> output``; `params` is an instance of `input`,
     the result an instance of `output`. `source_path` is the repository-relative file that declares it.
     `cli_verdict` names a boolean field of the output: when the answer carries it false, the command line
-    exits 10 (a report whose verdict is a failure, such as an invalid plan).
+    exits 10 (a report whose verdict is a failure, such as an invalid plan). `cli_remote` marks a
+    capability whose state lives in the serving server (executions): its command asks that server.
     """
 
     id: str
@@ -152,6 +153,7 @@ class Capability:
     cancellable: bool = False
     writes_repository: bool = False
     cli_verdict: str | None = None
+    cli_remote: bool = False
     source_path: str = ""
 
     @property

@@ -53,9 +53,7 @@ class DocumentSpec:
 
 DOCUMENTS: tuple[DocumentSpec, ...] = (
     DocumentSpec("cli", "svc/cli/v1", "the command tree of svc", ("json", "yaml", "markdown")),
-    DocumentSpec(
-        "openapi", "https://spec.openapis.org/oas/3.1/dialect/base", "the registry", ("json", "yaml")
-    ),
+    DocumentSpec("openapi", "https://spec.openapis.org/oas/3.1/dialect/base", "the registry", ("json", "yaml")),
     DocumentSpec("registry", "svc/capability-registry/v1", "the registry", ("json", "yaml")),
 )
 _EXTENSION = {"json": "json", "yaml": "yaml", "markdown": "md"}
@@ -180,8 +178,7 @@ def render_documents(registry: Registry) -> dict[str, bytes]:
         "schema": "svc/artifacts/v1",
         "generator": f"svc {__version__}",
         "documents": [
-            {"id": s.id, "schema": s.schema, "source": s.source, "formats": list(s.formats)}
-            for s in DOCUMENTS
+            {"id": s.id, "schema": s.schema, "source": s.source, "formats": list(s.formats)} for s in DOCUMENTS
         ],
         "artifacts": artifacts,
     }

@@ -35,9 +35,7 @@ class Executor:
         self._encoder = msgspec.json.Encoder()
         self._canonical = msgspec.json.Encoder(order="sorted")
         self._caches: dict[str, ResultCache] = {
-            cap.id: ResultCache(cap.cache)
-            for cap in runtime.registry.capabilities
-            if cap.cache.policy != "disabled"
+            cap.id: ResultCache(cap.cache) for cap in runtime.registry.capabilities if cap.cache.policy != "disabled"
         }
         self._locks: dict[str, trio.Lock] = {}
 
@@ -73,22 +71,32 @@ class Executor:
         return body
 
     async def invoke(self, cap: Capability, params: msgspec.Struct, ctx: Context) -> Any:
-        """Run the handler under the supervisor, in its own cancel scope, bypassing any cache."""
-        handler = cap.handler
-        if handler is None:
-            raise Internal(f"{cap.id} is not executable")
+        """Run the handler as a supervised task in its own cancel scope, bypassing any cache.
+
+        Raises:
+            SvcError: the capability's own refusal, or `Internal` with a correlation id for anything else.
+        """
         try:
-            if cap.concurrency == "serial":
-                lock = self._locks.setdefault(cap.id, trio.Lock())
-                async with lock:
-                    return await self.supervisor.run(handler, ctx, params)
-            return await self.supervisor.run(handler, ctx, params)
+            return await self.supervisor.run(self.run_here, cap, params, ctx)
         except SvcError:
             raise
         except Exception as exc:
             correlation = "c-" + secrets.token_hex(4)
             _log.error("capability %s failed (correlation id %s)", cap.id, correlation, exc_info=exc)
             raise Internal(f"internal error (correlation id {correlation})") from exc
+
+    async def run_here(self, cap: Capability, params: msgspec.Struct, ctx: Context) -> Any:
+        """Run the handler in the current task (already a supervised task with its own scope).
+
+        Commands take their capability's lock. Exceptions propagate unchanged.
+        """
+        handler = cap.handler
+        if handler is None:
+            raise Internal(f"{cap.id} is not executable")
+        if cap.concurrency == "serial":
+            async with self._locks.setdefault(cap.id, trio.Lock()):
+                return await handler(ctx, params)
+        return await handler(ctx, params)
 
     def context(self, actor: Actor, reporter: Reporter | None = None) -> Context:
         """A handler context for this runtime."""

@@ -6,11 +6,15 @@ import datetime as dt
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from svc._version import __version__
 from svc.layer import LayerIndex, Repository
 from svc.registry._generation import Generation
 from svc.registry._registry import Registry
+
+if TYPE_CHECKING:
+    from svc.nursery import Engine
 
 __all__ = ["ExecutableStamp", "Runtime", "ServerFacts", "utc_now"]
 
@@ -60,6 +64,7 @@ class Runtime:
     server: ServerFacts = field(default_factory=ServerFacts)
     version: str = __version__
     commit: str | None = field(default_factory=lambda: _own_commit())
+    engine: Engine | None = None
 
     _index: tuple[int, LayerIndex] | None = None
 

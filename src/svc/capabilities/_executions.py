@@ -1,0 +1,481 @@
+"""`executions.*`: start, watch, page and cancel executions; the live channel's protocol; reports."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+import trio
+from msgspec import Meta
+
+from svc._errors import Forbidden, Internal, InvalidInput, Unavailable
+from svc.nursery import (
+    EVENT_TYPES,
+    PROTOCOL_VERSION,
+    STREAM_TYPES,
+    Engine,
+    ExecutionEvent,
+    ExecutionView,
+    event_schema,
+    stream_schema,
+)
+from svc.nursery._events import ExecutionState
+from svc.registry import (
+    Benchmark,
+    Capability,
+    Context,
+    Example,
+    Exposure,
+    HttpExposure,
+    McpExposure,
+    McpResource,
+    Module,
+    NoInput,
+)
+
+MODULE = Module(
+    id="executions",
+    title="Executions",
+    description="Capabilities run as watched executions: start, follow, page, cancel, and report from another process.",
+)
+_SOURCE = "src/svc/capabilities/_executions.py"
+_EXAMPLE_ID = "x-20261121T120000Z-0123abcd"
+_TRANSIENT = Benchmark(policy="waived", reason="transient_state")
+
+ExecutionId = Annotated[str, Meta(description="an execution id, x-<UTC timestamp>-<8 hex>")]
+
+
+def _engine(ctx: Context) -> Engine:
+    engine = ctx.runtime.engine
+    if engine is None:
+        raise Unavailable("this process runs no execution engine")
+    return engine
+
+
+class StartInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Input of `executions.start`."""
+
+    capability: Annotated[str, Meta(description="canonical id of the capability to run")]
+    input: Annotated[
+        dict[str, Any] | None,
+        Meta(description="that capability's own input (an object); {} when it takes none"),
+    ] = None
+
+
+class ExecutionListInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Filters of `executions.list`."""
+
+    state: Annotated[ExecutionState | None, Meta(description="keep only this state")] = None
+    capability: Annotated[str | None, Meta(description="keep only this capability")] = None
+    limit: Annotated[int, Meta(ge=1, le=200, description="at most this many, newest first")] = 200
+
+
+class ExecutionList(msgspec.Struct, frozen=True, kw_only=True):
+    """Executions newest first, with tallies over the whole store."""
+
+    count: int
+    remembered: int
+    active: int
+    queued: int
+    live_channels: int
+    executions: list[ExecutionView]
+
+
+class IdInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One execution by id."""
+
+    id: ExecutionId
+
+
+class EventsInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A page of an execution's retained events."""
+
+    id: ExecutionId
+    after: Annotated[int, Meta(ge=0, description="only events with a higher sequence")] = 0
+    limit: Annotated[int, Meta(ge=1, le=500, description="at most this many events")] = 500
+
+
+class EventHistory(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of retained events, oldest first; `last_sequence` is the next page's `after`."""
+
+    execution_id: str
+    state: ExecutionState
+    events: list[ExecutionEvent]
+    last_sequence: int
+    more: bool
+    truncated: bool
+
+
+class CancelReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What a cancel request did."""
+
+    outcome: str
+    cancellable: bool
+    execution: ExecutionView
+
+
+class DemonstrateInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Input of `executions.demonstrate`."""
+
+    steps: Annotated[int, Meta(ge=0, le=100, description="how many steps")] = 3
+    delay_ms: Annotated[int, Meta(ge=0, le=10000, description="wait per step, in milliseconds")] = 0
+    fail_at: Annotated[Annotated[int, Meta(ge=1)] | None, Meta(description="fail on this step (1..steps)")] = None
+
+
+class DemonstrateReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What a demonstration did; `observed` is false when called directly."""
+
+    steps: int
+    elapsed_ms: int
+    observed: bool
+
+
+class ParameterView(msgspec.Struct, frozen=True, kw_only=True):
+    """A subscription parameter of the live channel."""
+
+    name: str
+    description: str
+    required: bool
+
+
+class LimitsView(msgspec.Struct, frozen=True, kw_only=True):
+    """The store bounds."""
+
+    max_executions: int
+    max_events: int
+    max_log_chars: int
+    max_running: int
+    max_subscriber_queue: int
+
+
+class ProtocolReport(msgspec.Struct, frozen=True, kw_only=True):
+    """How to follow executions live."""
+
+    protocol_version: str
+    websocket: str
+    subscription: list[ParameterView]
+    heartbeat_seconds: int
+    max_connections: int
+    max_replay: int
+    event_types: list[str]
+    stream_types: list[str]
+    event_schema: Any
+    stream_schema: Any
+    limits: LimitsView
+
+
+class ReportInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A batch of events of an execution running in another process."""
+
+    id: ExecutionId
+    capability: str
+    title: str
+    pid: Annotated[int, Meta(ge=1, le=4294967295)]
+    input: Any = None
+    cancellable: bool = False
+    events: Annotated[list[ExecutionEvent], Meta(max_length=500)] = []
+
+
+class ReportAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """What the server applied, where the next report starts, and whether a stop was asked."""
+
+    applied: int
+    through: int
+    cancel_requested: bool
+    execution: ExecutionView
+
+
+async def start(ctx: Context, params: StartInput) -> ExecutionView:
+    """Queue an execution and answer at once (state `queued`)."""
+    engine = _engine(ctx)
+    cap = engine.find_capability(params.capability)
+    if cap.writes_repository and ctx.actor.kind == "http":
+        tool = cap.exposure.mcp.tool if cap.exposure.mcp else None
+        raise Forbidden(
+            f"HTTP never writes the repository; run {cap.id} through the MCP tool {tool} or `svc {cap.cli_text}`"
+        )
+    if engine.stopping:
+        raise Unavailable("the server is stopping; it takes no new execution")
+    try:
+        decoded = engine.executor.decode_value(cap, params.input)
+    except InvalidInput as exc:
+        raise InvalidInput(f"input of {cap.id}: {exc.message}") from None
+    execution = engine.start(cap, decoded, actor=ctx.actor)
+    return engine.store.view(execution)
+
+
+async def list_executions(ctx: Context, params: ExecutionListInput) -> ExecutionList:
+    """Executions newest first."""
+    engine = _engine(ctx)
+    every = list(engine.store)
+    chosen = [
+        x
+        for x in reversed(every)
+        if (params.state is None or x.state == params.state)
+        and (params.capability is None or x.capability == params.capability)
+    ][: params.limit]
+    return ExecutionList(
+        count=len(chosen),
+        remembered=len(every),
+        active=sum(1 for x in every if x.state in ("running", "cancelling")),
+        queued=sum(1 for x in every if x.state == "queued"),
+        live_channels=engine.live_channels,
+        executions=[engine.store.view(x) for x in chosen],
+    )
+
+
+async def get(ctx: Context, params: IdInput) -> ExecutionView:
+    """One execution."""
+    engine = _engine(ctx)
+    return engine.store.view(engine.store.get(params.id))
+
+
+async def events(ctx: Context, params: EventsInput) -> EventHistory:
+    """A page of retained events above `after`."""
+    store = _engine(ctx).store
+    x = store.get(params.id)
+    retained = store.retained(x, params.after)
+    page = retained[: params.limit]
+    cursor = page[-1][0] if page else min(params.after, x.last_sequence)
+    first = x.events[0][0] if x.events else x.last_sequence + 1
+    return EventHistory(
+        execution_id=x.id,
+        state=x.state,
+        events=[event for _, _, event in page],
+        last_sequence=cursor,
+        more=len(retained) > len(page),
+        truncated=first > params.after + 1,
+    )
+
+
+async def cancel(ctx: Context, params: IdInput) -> CancelReport:
+    """Ask an execution to stop."""
+    engine = _engine(ctx)
+    outcome, x = engine.cancel(params.id, by=ctx.actor.kind)
+    return CancelReport(outcome=outcome, cancellable=x.cancellable, execution=engine.store.view(x))
+
+
+async def protocol(ctx: Context, params: NoInput) -> ProtocolReport:
+    """The live channel's protocol, schemas and bounds."""
+    limits = _engine(ctx).limits
+    return ProtocolReport(
+        protocol_version=PROTOCOL_VERSION,
+        websocket="/events",
+        subscription=[
+            ParameterView(
+                name="execution",
+                description="an execution id (repeatable); with exactly one, its retained history is replayed first",
+                required=False,
+            ),
+            ParameterView(
+                name="after",
+                description="replay only events with a higher sequence (reconnect cursor; needs exactly one execution)",
+                required=False,
+            ),
+        ],
+        heartbeat_seconds=limits.heartbeat_seconds,
+        max_connections=limits.max_connections,
+        max_replay=limits.max_replay,
+        event_types=list(EVENT_TYPES),
+        stream_types=list(STREAM_TYPES),
+        event_schema=event_schema(),
+        stream_schema=stream_schema(),
+        limits=LimitsView(
+            max_executions=limits.max_executions,
+            max_events=limits.max_events,
+            max_log_chars=limits.max_log_chars,
+            max_running=limits.max_running,
+            max_subscriber_queue=limits.max_subscriber_queue,
+        ),
+    )
+
+
+async def demonstrate(ctx: Context, params: DemonstrateInput) -> DemonstrateReport:
+    """Walk through steps with logs and progress, observing cancellation between steps and while waiting."""
+    total = params.steps
+    if params.fail_at is not None and params.fail_at > total:
+        raise InvalidInput(f"fail_at must be within 1..{total} (the steps), got {params.fail_at}")
+    began = trio.current_time()
+    for n in range(1, total + 1):
+        ctx.step(f"step-{n}", f"Step {n} of {total}")
+        ctx.log(f"step {n} of {total}")
+        if params.delay_ms:
+            await trio.sleep(params.delay_ms / 1000)
+        if params.fail_at == n:
+            ctx.step_done(False, "failed as asked")
+            raise Internal(f"step {n} of {total} failed as asked")
+        ctx.step_done(True)
+        ctx.progress(n, total, f"{n} of {total} done")
+        await ctx.cancelled()
+    elapsed = int((trio.current_time() - began) * 1000)
+    return DemonstrateReport(steps=total, elapsed_ms=elapsed, observed=ctx.is_reporting())
+
+
+async def report(ctx: Context, params: ReportInput) -> ReportAnswer:
+    """Apply a reporter's batch to its mirror and answer where the next report starts."""
+    engine = _engine(ctx)
+    cap = engine.find_capability(params.capability)
+    result = engine.report(
+        execution_id=params.id,
+        cap=cap,
+        title=params.title,
+        pid=params.pid,
+        input=params.input if params.input is not None else {},
+        cancellable=params.cancellable,
+        events=list(params.events),
+    )
+    return ReportAnswer(
+        applied=result.applied,
+        through=result.through,
+        cancel_requested=result.cancel_requested,
+        execution=engine.store.view(result.execution),
+    )
+
+
+def _exposure(method: str, path: str, tool: str | None, cli: tuple[str, ...] = (), **extra: Any) -> Exposure:
+    return Exposure(
+        http=HttpExposure(method=method, path=f"/api/v1/executions{path}"),  # type: ignore[arg-type]
+        mcp=McpExposure(tool=tool, **extra) if tool else None,
+        cli=cli,
+    )
+
+
+def _cap(cid: str, title: str, description: str, **fields: Any) -> Capability:
+    return Capability(
+        id=f"executions.{cid}",
+        module="executions",
+        title=title,
+        description=description,
+        tags=("executions",),
+        stability="implemented",
+        source_path=_SOURCE,
+        **fields,
+    )
+
+
+CAPABILITIES = (
+    _cap(
+        "start",
+        "Start an execution",
+        "Check the input against the named capability's own schema, queue the work, and answer at once "
+        "(state queued). The execution runs through the same executor as every surface.",
+        kind="command",
+        input=StartInput,
+        output=ExecutionView,
+        handler=start,
+        examples=(Example(name="demonstrate", input={"capability": "executions.demonstrate", "input": {"steps": 0}}),),
+        exposure=_exposure("POST", "/start", "svc_execution_start", ("run",)),
+    ),
+    _cap(
+        "list",
+        "List executions",
+        "Executions remembered by this server, newest first, with tallies of the whole store.",
+        input=ExecutionListInput,
+        output=ExecutionList,
+        handler=list_executions,
+        examples=(Example(name="recent", input={"limit": 20}),),
+        exposure=_exposure(
+            "GET",
+            "",
+            "svc_executions",
+            ("executions", "list"),
+            resource=McpResource(uri="svc://executions", name="executions"),
+        ),
+        cli_remote=True,
+    ),
+    _cap(
+        "get",
+        "Show one execution",
+        "One execution with its steps, progress, diagnostics and links.",
+        input=IdInput,
+        output=ExecutionView,
+        handler=get,
+        examples=(Example(name="by_id", input={"id": _EXAMPLE_ID}),),
+        exposure=_exposure("GET", "/get", "svc_execution", ("executions", "show")),
+        benchmark=_TRANSIENT,
+        cli_remote=True,
+    ),
+    _cap(
+        "events",
+        "Page an execution's events",
+        "Retained events with a sequence above `after`, oldest first; `last_sequence` is the cursor for the "
+        "next page and for the live channel.",
+        input=EventsInput,
+        output=EventHistory,
+        handler=events,
+        examples=(Example(name="from_start", input={"id": _EXAMPLE_ID, "after": 0}),),
+        exposure=_exposure("GET", "/events", "svc_execution_events", ("executions", "events")),
+        benchmark=_TRANSIENT,
+        cli_remote=True,
+    ),
+    _cap(
+        "cancel",
+        "Cancel an execution",
+        "Ask an execution to stop: a queued one ends at once, a running cancellable one is cancelled, a "
+        "non-cancellable one runs to completion and the answer says so.",
+        kind="command",
+        input=IdInput,
+        output=CancelReport,
+        handler=cancel,
+        examples=(Example(name="by_id", input={"id": _EXAMPLE_ID}),),
+        exposure=_exposure("POST", "/cancel", "svc_execution_cancel", ("executions", "cancel")),
+        benchmark=_TRANSIENT,
+        cli_remote=True,
+    ),
+    _cap(
+        "protocol",
+        "Live channel protocol",
+        "The WebSocket path, subscription parameters, event and stream types with their JSON Schemas, the "
+        "heartbeat, and the store bounds.",
+        input=NoInput,
+        output=ProtocolReport,
+        handler=protocol,
+        examples=(Example(name="protocol", input={}),),
+        exposure=_exposure(
+            "GET",
+            "/protocol",
+            "svc_execution_protocol",
+            ("executions", "protocol"),
+            resource=McpResource(uri="svc://executions/protocol", name="executions protocol"),
+        ),
+        cli_remote=True,
+    ),
+    _cap(
+        "demonstrate",
+        "Demonstrate an execution",
+        "Walk through `steps` steps (logs, progress, a wait of `delay_ms` each), failing at `fail_at` when "
+        "asked. Reads and writes nothing; observes cancellation between steps and while waiting.",
+        input=DemonstrateInput,
+        output=DemonstrateReport,
+        handler=demonstrate,
+        examples=(
+            Example(name="instant", input={"steps": 0}),
+            Example(name="three_steps", input={"steps": 3}),
+        ),
+        exposure=_exposure("GET", "/demonstrate", "svc_demonstrate_execution"),
+        cancellable=True,
+    ),
+    _cap(
+        "report",
+        "Report an execution from another process",
+        "`svc run` reports its events here in batches of at most 500 (an empty batch is a heartbeat); each "
+        "event is applied once and in order. Changes only this server's memory.",
+        kind="command",
+        input=ReportInput,
+        output=ReportAnswer,
+        handler=report,
+        examples=(
+            Example(
+                name="heartbeat",
+                input={
+                    "id": _EXAMPLE_ID,
+                    "capability": "executions.demonstrate",
+                    "title": "Demo",
+                    "pid": 4242,
+                },
+            ),
+        ),
+        exposure=Exposure(http=HttpExposure(method="POST", path="/api/v1/executions/report")),
+        benchmark=_TRANSIENT,
+    ),
+)
