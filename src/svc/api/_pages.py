@@ -150,6 +150,7 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
     """The page app of one runtime; `served` names the surfaces this process offers."""
     app = QuartTrio("svc", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
+    app.url_map.merge_slashes = False
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
     swagger = resources.files("svc.api") / "static" / "swagger"
 
@@ -231,12 +232,12 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
 def _docs_response(runtime: Runtime, markdown: MarkdownIt, rel: str) -> Response:
     root = (runtime.repository.root / "docs").resolve()
     parts = [p for p in rel.split("/") if p]
-    if rel.startswith("/") or any(p in ("..", ".") for p in parts) or "\\" in rel:
+    if rel.startswith("/") or "//" in rel or any(p in ("..", ".") for p in parts) or "\\" in rel or "\0" in rel:
         raise NotFound(f"no document {rel!r}")
     target = root.joinpath(*parts) if parts else root
     try:
         resolved = target.resolve(strict=True)
-    except (FileNotFoundError, RuntimeError, OSError):
+    except (RuntimeError, OSError, ValueError):
         raise NotFound(f"no document docs/{rel}") from None
     if not resolved.is_relative_to(root):
         raise NotFound(f"no document docs/{rel}")

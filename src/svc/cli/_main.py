@@ -19,12 +19,12 @@ import asyncclick as click
 import msgspec
 import trio
 
-from svc._errors import SvcError
+from svc._errors import InvalidInput, SvcError
 from svc._version import __version__
 from svc.capabilities import builtin_registry
 from svc.cli._render import render
 from svc.layer import Repository
-from svc.registry import Actor, CliCommand, CliParameter, Registry, cli_tree
+from svc.registry import Actor, Capability, CliCommand, CliParameter, Executor, Registry, cli_tree
 
 __all__ = ["build_cli", "main"]
 
@@ -78,7 +78,10 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
         try:
             async with open_service(_repository(ctx), surface="cli", watch=False) as executor:
                 params = executor.decode_text(cap, items)
-                body = await executor.call(cap, params, actor=Actor(kind="cli", pid=os.getpid()))
+                if cap.cli_remote:
+                    body = await _remote_or_local(executor, cap, params)
+                else:
+                    body = await executor.call(cap, params, actor=_cli_actor())
         except SvcError as exc:
             _fail(exc)
             return
@@ -100,6 +103,24 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
         short_help=spec.summary,
         **extra,
     )
+
+
+def _cli_actor() -> Actor:
+    return Actor(kind="cli", pid=os.getpid())
+
+
+async def _remote_or_local(executor: Executor, cap: Capability, params: msgspec.Struct) -> bytes:
+    """Ask the server serving this checkout; with none, answer from this process and say so."""
+    import httpx
+
+    from svc.cli._remote import NO_SERVER, call_remote, find_server
+
+    async with httpx.AsyncClient() as client:
+        url = await find_server(executor.runtime.repository, client)
+        if url is not None:
+            return await call_remote(client, url, cap, params)
+    click.echo(f"svc: {NO_SERVER}; answering from this process", err=True)
+    return await executor.call(cap, params, actor=_cli_actor())
 
 
 def _text(value: Any) -> str:
@@ -143,7 +164,53 @@ async def generate_command(ctx: click.Context, check: bool) -> None:
     await trio.to_thread.run_sync(write_documents, repo, registry, click.echo)
 
 
+@click.command("run", short_help="Run a capability as an execution, reported to the serving server.")
+@click.argument("capability")
+@click.option("--input", "input_json", default=None, metavar="JSON", help="the capability's input, a JSON object")
+@click.option("--json", "as_json", is_flag=True, help="print the final ExecutionView as JSON")
+@click.option("--quiet", is_flag=True, help="print only errors")
+@click.pass_context
+async def run_command(ctx: click.Context, capability: str, input_json: str | None, as_json: bool, quiet: bool) -> None:
+    """Run CAPABILITY as an execution in this process (the CLI projection of executions.start).
+
+    When a server serves this checkout, every event is reported to it, so the run shows in
+    `executions list` and on /events. Ctrl-C cancels the run; a second Ctrl-C exits at once.
+    Exit 0 when it succeeded, 10 when it failed, was cancelled or refused.
+    """
+    from svc._service import open_service
+    from svc.cli._run import run_execution
+
+    try:
+        raw = msgspec.json.decode(input_json) if input_json else {}
+        async with open_service(_repository(ctx), surface="cli", watch=False) as executor:
+            engine = executor.runtime.engine
+            assert engine is not None
+            cap = engine.find_capability(capability)
+            params = executor.decode_value(cap, raw)
+            execution = await run_execution(engine, cap, params, quiet=quiet, show=not (quiet or as_json))
+            view = engine.store.view(execution)
+    except msgspec.DecodeError as exc:
+        _fail(InvalidInput(f"--input is not JSON: {exc}"))
+        return
+    except SvcError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        sys.stdout.buffer.write(msgspec.json.encode(view) + b"\n")
+        sys.stdout.flush()
+    elif not quiet:
+        took = f" in {view.duration_ms} ms" if view.duration_ms is not None else ""
+        click.echo(f"{view.capability} {view.state}{took} ({view.id})", err=True)
+        if view.error is not None:
+            click.echo(f"svc: {view.error.code}: {view.error.message}", err=True)
+        if view.output is not None:
+            click.echo(render(msgspec.json.encode(view.output)), nl=False)
+    if view.state != "succeeded":
+        raise SystemExit(EXIT_REFUSED)
+
+
 _INFRASTRUCTURE: dict[tuple[str, ...], click.Command] = {
+    ("run",): run_command,
     ("serve",): serve_command,
     ("generate",): generate_command,
 }

@@ -61,6 +61,8 @@ def decode_json(cap: Capability, body: bytes) -> msgspec.Struct:
         value: msgspec.Struct = _decoder(cap.input).decode(body)
     except msgspec.DecodeError as exc:
         raise InvalidInput(_message(exc, body)) from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"the request body is not valid JSON: it is not UTF-8 ({exc.reason})") from exc
     return value
 
 

@@ -1,0 +1,106 @@
+"""Finding the server that serves this checkout (through its lease) and calling a capability on it."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from svc import _errors
+from svc.layer import Repository, pid_alive, read_lease
+
+if TYPE_CHECKING:
+    import httpx
+
+    from svc.registry import Capability
+
+__all__ = ["NO_SERVER", "call_remote", "find_server"]
+
+_log = logging.getLogger("svc.cli")
+NO_SERVER = "no server serves this repository (start one with svc serve)"
+PROBE_SECONDS = 2.0
+CALL_SECONDS = 30.0
+_BY_CODE: dict[str, type[_errors.SvcError]] = {
+    cls.code: cls
+    for cls in (
+        _errors.InvalidInput,
+        _errors.NotFound,
+        _errors.Forbidden,
+        _errors.MethodNotAllowed,
+        _errors.PayloadTooLarge,
+        _errors.Refused,
+        _errors.Unavailable,
+        _errors.Internal,
+    )
+}
+
+
+async def find_server(repo: Repository, client: httpx.AsyncClient) -> str | None:
+    """The URL of the live server serving `repo`, or None (LAYER: read, wait for the URL, pid, probe)."""
+    lease = read_lease(repo)
+    with trio.move_on_after(2.0):
+        while lease is not None and lease.url is None:
+            await trio.sleep(0.1)
+            lease = read_lease(repo)
+    if lease is None or lease.url is None or not pid_alive(lease.pid):
+        return None
+    try:
+        with trio.fail_after(PROBE_SECONDS):
+            answer = await client.get(lease.url + "/", headers={"Accept": "application/json"})
+    except (trio.TooSlowError, OSError) as exc:
+        _log.debug("probe of %s failed: %s", lease.url, exc)
+        return None
+    except Exception as exc:  # httpx transport errors
+        _log.debug("probe of %s failed: %s", lease.url, exc)
+        return None
+    try:
+        home = answer.json()
+    except ValueError:
+        return None
+    serves = (
+        answer.status_code == 200
+        and home.get("name") == "svc"
+        and home.get("repository_id") == repo.id
+        and home.get("leaseholder") is not False
+    )
+    return lease.url if serves else None
+
+
+async def call_remote(client: httpx.AsyncClient, url: str, cap: Capability, params: msgspec.Struct) -> bytes:
+    """Call `cap` on the server at `url` through its HTTP route; an error answer is raised as `SvcError`.
+
+    Raises:
+        SvcError: the server's ErrorBody, as the matching class.
+        Unavailable: the server did not answer within 30 s or could not be reached.
+    """
+    http = cap.exposure.http
+    assert http is not None
+    values: dict[str, Any] = msgspec.to_builtins(params)
+    try:
+        with trio.fail_after(CALL_SECONDS):
+            if http.method == "GET":
+                query = {k: _text(v) for k, v in values.items() if v is not None}
+                answer = await client.get(url + http.path, params=query)
+            else:
+                answer = await client.post(url + http.path, content=msgspec.json.encode(values))
+    except trio.TooSlowError:
+        raise _errors.Unavailable(f"the server at {url} did not answer within {CALL_SECONDS:.0f} s") from None
+    except Exception as exc:
+        raise _errors.Unavailable(f"the server at {url} cannot be reached: {exc}") from None
+    if answer.status_code == 200:
+        return answer.content
+    try:
+        error = answer.json()["error"]
+        cls = _BY_CODE.get(error["code"], _errors.Internal)
+        message = str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        cls, message = _errors.Internal, f"the server answered {answer.status_code}"
+    raise cls(message)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

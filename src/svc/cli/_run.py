@@ -1,0 +1,232 @@
+"""`svc run CAPABILITY`: run one execution in this process and report it to the server serving the checkout.
+
+The execution runs in this process's own engine (actor `cli`). When a server serves the checkout, every
+event is reported through `executions.report` in batches (at most 500 events and 768 KiB; an empty batch
+is the heartbeat), one report in flight, re-sent from the server's `through` until acknowledged. A
+`cancel_requested` answer, or Ctrl-C, cancels the execution's scope; a second Ctrl-C exits at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from svc._errors import SvcError
+from svc.nursery import TERMINAL_TYPES, Engine, Execution
+
+if TYPE_CHECKING:
+    import httpx
+
+    from svc.registry import Capability
+
+__all__ = ["Reporter", "interrupts", "run_execution", "watch"]
+
+_log = logging.getLogger("svc.run")
+BATCH_EVENTS = 500
+BATCH_BYTES = 768 * 1024
+LINGER_SECONDS = 0.1
+HEARTBEAT_SECONDS = 5.0
+GIVE_UP_SECONDS = 30.0
+RUN_SECONDS = 600.0
+FLUSH_SECONDS = 5.0
+BACKOFF = (0.25, 0.5, 1.0, 2.0, 4.0, 5.0)
+
+
+class Reporter:
+    """Reports one local execution to a server, applying its answers (cancel requests)."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str, engine: Engine, execution: Execution, cap: Capability):
+        self.client = client
+        self.url = url
+        self.engine = engine
+        self.x = execution
+        self.cap = cap
+        self.through = 0
+        self.gave_up = False
+
+    def _batch(self) -> list[Any]:
+        batch: list[Any] = []
+        size = 0
+        for _, frame, event in self.engine.store.retained(self.x, self.through):
+            size += len(frame)
+            if len(batch) >= BATCH_EVENTS or (batch and size > BATCH_BYTES):
+                break
+            batch.append(event)
+        return batch
+
+    async def _send(self, batch: list[Any]) -> bool:
+        """One report; True when the server answered (whatever it applied)."""
+        body = {
+            "id": self.x.id,
+            "capability": self.x.capability,
+            "title": self.x.title,
+            "pid": os.getpid(),
+            "input": self.x.input,
+            "cancellable": self.x.cancellable,
+            "events": batch,
+        }
+        answer = await self.client.post(
+            self.url + "/api/v1/executions/report", content=msgspec.json.encode(body), timeout=10.0
+        )
+        if answer.status_code != 200:
+            if answer.status_code >= 500:
+                raise OSError(f"the server answered {answer.status_code}")
+            message = answer.json().get("error", {}).get("message", answer.text)
+            _log.warning("svc: the server refused the report: %s; no longer reporting", message)
+            self.gave_up = True
+            return True
+        data = answer.json()
+        self.through = int(data["through"])
+        if data.get("cancel_requested") and not self.x.final and not self.x.cancel_requested:
+            self.engine.cancel(self.x.id, by="server")
+        return True
+
+    async def run(self) -> None:
+        """Report until the terminal event is acknowledged (or the server is given up on)."""
+        subscriber, _, _ = self.engine.store.subscribe(frozenset({self.x.id}))
+        last_answer = last_report = trio.current_time()
+        first_unsent: float | None = None
+        attempt = 0
+        try:
+            while not self.gave_up:
+                now = trio.current_time()
+                pending = self.engine.store.retained(self.x, self.through)
+                if pending and first_unsent is None:
+                    first_unsent = now
+                done = self.x.final and not pending
+                if done:
+                    return
+                terminal = any(event.type in TERMINAL_TYPES for _, _, event in pending)
+                due = bool(pending) and (
+                    len(pending) >= BATCH_EVENTS or terminal or now - (first_unsent or now) >= LINGER_SECONDS
+                )
+                if due or now - last_report >= HEARTBEAT_SECONDS:
+                    last_report = now
+                    try:
+                        await self._send(self._batch())
+                    except Exception as exc:  # transport errors, unreadable answers
+                        if trio.current_time() - last_answer >= GIVE_UP_SECONDS:
+                            _log.warning("svc: the server did not answer for 30 s (%s); no longer reporting", exc)
+                            self.gave_up = True
+                            return
+                        await trio.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
+                        attempt += 1
+                        continue
+                    attempt = 0
+                    last_answer = trio.current_time()
+                    first_unsent = None
+                    continue
+                wait = HEARTBEAT_SECONDS - (now - last_report)
+                if first_unsent is not None:
+                    wait = min(wait, LINGER_SECONDS - (now - first_unsent))
+                with trio.move_on_after(max(wait, 0.0)):
+                    await subscriber.next_frames()
+        finally:
+            self.engine.store.unsubscribe(subscriber)
+
+
+async def watch(engine: Engine, execution: Execution, *, live: bool) -> None:
+    """Show the execution's steps and progress on stderr (a terminal) until it ends."""
+    subscriber, replay, _ = engine.store.subscribe(frozenset({execution.id}))
+    bar_shown = False
+    try:
+        for frame in [*replay]:
+            bar_shown = _show(msgspec.json.decode(frame), live, bar_shown)
+        while not execution.final or subscriber.frames:
+            for frame in await subscriber.next_frames():
+                bar_shown = _show(msgspec.json.decode(frame), live, bar_shown)
+    finally:
+        engine.store.unsubscribe(subscriber)
+        if bar_shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _show(event: dict[str, Any], live: bool, bar_shown: bool) -> bool:
+    kind, data = event.get("type"), event.get("data") or {}
+    out = sys.stderr
+    if kind == "execution.step.started":
+        out.write(("\r\x1b[K" if bar_shown and live else "\n" if bar_shown else "") + f"  … {data['title']}\n")
+        bar_shown = False
+    elif kind == "execution.step.completed":
+        mark = "✓" if data.get("ok") else "✗"
+        out.write(f"  {mark} {data['name']}" + (f": {data['detail']}" if data.get("detail") else "") + "\n")
+    elif kind == "execution.progress" and live:
+        total = data.get("total") or 0
+        current = data.get("current", 0)
+        width = 24
+        filled = int(width * current / total) if total else 0
+        bar = "#" * filled + "-" * (width - filled)
+        label = f"{current}/{total}" if total else str(current)
+        out.write(f"\r\x1b[K  [{bar}] {label} {data.get('message') or ''}")
+        bar_shown = True
+    elif kind == "execution.log" and data.get("stream") in ("stdout", "stderr"):
+        out.write(f"  {data['message']}\n")
+    out.flush()
+    return bar_shown
+
+
+async def interrupts(engine: Engine, execution: Execution, *, task_status: trio.TaskStatus[None]) -> None:
+    """First Ctrl-C cancels the execution (`by: cli`); a second exits at once."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
+        count = 0
+        async for _ in signals:
+            count += 1
+            if count == 1:
+                with contextlib.suppress(SvcError):
+                    engine.cancel(execution.id, by="cli")
+                sys.stderr.write("\nsvc: cancelling (Ctrl-C again to exit at once)\n")
+            else:
+                os._exit(130)
+
+
+async def _report(reporter: Reporter, reported: trio.Event) -> None:
+    try:
+        await reporter.run()
+    finally:
+        reported.set()
+
+
+async def run_execution(
+    engine: Engine, cap: Capability, params: msgspec.Struct, *, quiet: bool, show: bool
+) -> Execution:
+    """Run one execution of `cap` here, reporting it when a server serves the checkout; wait ≤ 600 s."""
+    import httpx
+
+    from svc.cli._remote import find_server
+    from svc.registry import Actor
+
+    async with httpx.AsyncClient() as client:
+        url = await find_server(engine.executor.runtime.repository, client)
+        if url is None and not quiet:
+            sys.stderr.write(
+                "svc: no server serves this repository (start one with svc serve); nobody else can see this run\n"
+            )
+        execution = engine.start(cap, params, actor=Actor(kind="cli", pid=os.getpid()))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(interrupts, engine, execution)
+            if show:
+                nursery.start_soon(partial(watch, engine, execution, live=sys.stderr.isatty()))
+            reported = trio.Event()
+            if url is not None:
+                nursery.start_soon(_report, Reporter(client, url, engine, execution, cap), reported)
+            else:
+                reported.set()
+            with trio.move_on_after(RUN_SECONDS):
+                await execution.done.wait()
+            if not execution.final:
+                engine.cancel(execution.id, by="cli")
+                await execution.done.wait()
+            with trio.move_on_after(FLUSH_SECONDS):
+                await reported.wait()
+            nursery.cancel_scope.cancel()
+    return execution

@@ -1,0 +1,274 @@
+"""The plan types of the specification, as msgspec Structs with the field names the spec writes.
+
+`Plan` and its parts are what derivation produces; the other Structs are the answers of the read
+capabilities (`plan.next`, `plan.status`, ...) and of `plan.transition`. Every list is in the order the
+spec names: records in id byte order, waves lowest first, edges sorted, findings in derivation order.
+`from` is a Python keyword, so the two Structs carrying it name the attribute `from_` and encode `from`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+__all__ = [
+    "ISSUE_STATUSES",
+    "MILESTONE_STATUSES",
+    "Plan",
+    "PlanCounts",
+    "PlanEdge",
+    "PlanFinding",
+    "PlanIssue",
+    "PlanIssueList",
+    "PlanIssueRecord",
+    "PlanMilestone",
+    "PlanMilestoneProgress",
+    "PlanMilestoneRecord",
+    "PlanNextIssue",
+    "PlanProject",
+    "PlanRoadmap",
+    "PlanStatusReport",
+    "PlanTransition",
+    "PlanTransitionResult",
+    "PlanValidation",
+    "PlanVocabulary",
+    "PlanWave",
+    "PlanWaveReport",
+    "PlanWaveView",
+    "vocabulary",
+]
+
+#: The issue statuses, in derivation order (PLAN.md §1).
+ISSUE_STATUSES: tuple[str, ...] = ("READY", "BLOCKED", "ACTIVE", "VERIFY", "DONE", "CANCELLED")
+#: The milestone statuses, in derivation order.
+MILESTONE_STATUSES: tuple[str, ...] = (
+    "PLANNED",
+    "BLOCKED",
+    "ACTIVE",
+    "VERIFY",
+    "DONE",
+    "CANCELLED",
+    "SUPERSEDED",
+)
+
+UInt = Annotated[int, Meta(ge=0)]
+UInt32 = Annotated[int, Meta(ge=0, le=4_294_967_295)]
+PlanTransition = Literal["start", "verify", "done"]
+
+
+class PlanProject(msgspec.Struct, frozen=True, kw_only=True):
+    """The plan's header; `active_milestone` is derived on every read and stored nowhere."""
+
+    name: str
+    repository: str
+    default_branch: str
+    active_milestone: str
+
+
+class PlanVocabulary(msgspec.Struct, frozen=True, kw_only=True):
+    """The status vocabularies, each in derivation order."""
+
+    issue: list[str]
+    milestone: list[str]
+
+
+def vocabulary() -> PlanVocabulary:
+    """The declared vocabularies, sent with every answer that carries statuses."""
+    return PlanVocabulary(issue=list(ISSUE_STATUSES), milestone=list(MILESTONE_STATUSES))
+
+
+class PlanCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """Issues counted: every one, the required ones (total less cancelled), and one entry per status."""
+
+    total: UInt32
+    required: UInt32
+    by_status: dict[str, UInt32]
+
+
+class PlanEdge(msgspec.Struct, frozen=True, kw_only=True):
+    """One dependency edge: `from` must be real before `to`."""
+
+    from_: str = msgspec.field(name="from")
+    to: str
+
+
+class PlanFinding(msgspec.Struct, frozen=True, kw_only=True):
+    """One validation finding; a `FAIL` makes the model invalid."""
+
+    level: Literal["FAIL", "WARN"]
+    code: str
+    subject: str
+    message: str
+
+
+class PlanIssue(msgspec.Struct, frozen=True, kw_only=True):
+    """One issue as its record declares it and as the graph derives it.
+
+    The stamps are shown as written (empty when absent), proven or not.
+    """
+
+    id: str
+    milestone: str
+    status: str
+    wave: UInt32
+    priority: str
+    profile: str
+    parallel_safe: bool
+    title: str
+    slug: str
+    depends_on: list[str]
+    blocked_by: list[str]
+    dependents: list[str]
+    scope: list[str]
+    serves: list[str]
+    objective: str
+    evidence_have: UInt32
+    evidence_need: UInt32
+    started_at: str
+    verified_at: str
+    completed_at: str
+
+
+class PlanMilestone(msgspec.Struct, frozen=True, kw_only=True):
+    """One milestone as its record declares it and as the two graphs derive it."""
+
+    id: str
+    status: str
+    order: int
+    priority: str
+    title: str
+    slug: str
+    version: str
+    rank: UInt32
+    depends_on: list[str]
+    blocked_by: list[str]
+    dependents: list[str]
+    claims: list[str]
+    counts: PlanCounts
+    issues: list[str]
+    outcome: str
+
+
+class PlanWave(msgspec.Struct, frozen=True, kw_only=True):
+    """One execution wave: the issues the graph lets run together, in id order."""
+
+    wave: UInt32
+    issues: list[str]
+
+
+class Plan(msgspec.Struct, frozen=True, kw_only=True):
+    """The whole derived plan (`plan.model`)."""
+
+    project: PlanProject
+    statuses: PlanVocabulary
+    milestones: list[PlanMilestone]
+    issues: list[PlanIssue]
+    waves: list[PlanWave]
+    edges: list[PlanEdge]
+    milestone_edges: list[PlanEdge]
+    findings: list[PlanFinding]
+
+
+class PlanMilestoneProgress(msgspec.Struct, frozen=True, kw_only=True):
+    """A milestone's status and counts (`plan.status`)."""
+
+    id: str
+    status: str
+    title: str
+    counts: PlanCounts
+
+
+class PlanIssueList(msgspec.Struct, frozen=True, kw_only=True):
+    """`plan.issues`: the issues matching the filters, in id order."""
+
+    issues: list[PlanIssue]
+    total: UInt
+    statuses: PlanVocabulary
+
+
+class PlanNextIssue(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """`plan.next`: the issue to take now, or why there is none."""
+
+    issue: PlanIssue | None = None
+    active_milestone: str
+    reason: str | None = None
+
+
+class PlanRoadmap(msgspec.Struct, frozen=True, kw_only=True):
+    """`plan.roadmap`: milestones by (rank, order, id), the one to work on now and the one after it."""
+
+    milestones: list[PlanMilestone]
+    now: str | None
+    next: str | None
+
+
+class PlanStatusReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """`plan.status`: per-milestone progress, the next ready issue and the counts."""
+
+    project: PlanProject
+    statuses: PlanVocabulary
+    milestones: list[PlanMilestoneProgress]
+    next_ready: PlanIssue | None = None
+    counts: PlanCounts
+
+
+class PlanValidation(msgspec.Struct, frozen=True, kw_only=True):
+    """`plan.validate`: valid when no finding is a failure."""
+
+    valid: bool
+    milestones: UInt
+    issues: UInt
+    failures: UInt
+    warnings: UInt
+    findings: list[PlanFinding]
+
+
+class PlanWaveView(msgspec.Struct, frozen=True, kw_only=True):
+    """One wave with its issues in full."""
+
+    wave: UInt32
+    issues: list[PlanIssue]
+
+
+class PlanWaveReport(msgspec.Struct, frozen=True, kw_only=True):
+    """`plan.waves`: the waves lowest first and the scope overlaps that serialise issues of one wave."""
+
+    waves: list[PlanWaveView]
+    serialised_by_scope: list[PlanFinding]
+
+
+class PlanMilestoneRecord(msgspec.Struct, frozen=True, kw_only=True, tag="milestone", tag_field="kind"):
+    """`plan.record` of a milestone: the authored mapping, the derived milestone and its issues in full."""
+
+    id: str
+    path: str
+    record: dict[str, Any]
+    derived: PlanMilestone
+    issues: list[PlanIssue]
+    findings: list[PlanFinding]
+
+
+class PlanIssueRecord(msgspec.Struct, frozen=True, kw_only=True, tag="issue", tag_field="kind"):
+    """`plan.record` of an issue: the authored mapping, the derived issue and the issues it waits on."""
+
+    id: str
+    path: str
+    record: dict[str, Any]
+    derived: PlanIssue
+    issues: list[PlanIssue]
+    findings: list[PlanFinding]
+
+
+class PlanTransitionResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """`plan.transition`: what moved, the status before and after, the stamp and the ledger event."""
+
+    issue: str
+    transition: PlanTransition
+    from_: str = msgspec.field(name="from")
+    to: str
+    field: str
+    at: str
+    event: str
+    next_ready: str | None = None
