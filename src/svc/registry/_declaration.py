@@ -196,11 +196,6 @@ class Capability:
         return self.effect != "read"
 
     @property
-    def provenance(self) -> dict[str, str]:
-        """Where the capability comes from."""
-        return {"source": "builtin", "module": self.module}
-
-    @property
     def cli_text(self) -> str | None:
         """The CLI words joined by a space, or None when the CLI does not expose it."""
         return " ".join(self.exposure.cli) if self.exposure.cli else None
