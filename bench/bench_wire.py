@@ -10,7 +10,7 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-__all__ = ["Connection", "Origin", "Response", "WireError", "build_request", "parse_head"]
+__all__ = ["Connection", "Origin", "Response", "WireError", "build_request", "closes", "parse_head"]
 
 LOOPBACK = "127.0.0.1"
 _HEAD_END = b"\r\n\r\n"
@@ -97,13 +97,19 @@ def _header(line: str) -> tuple[str, str]:
 
 
 class Connection:
-    """One blocking keep-alive connection that sends a request and reads its whole response."""
+    """One blocking keep-alive connection that sends a request and reads its whole response.
+
+    When a response says `Connection: close` (hypercorn closes a connection after
+    `keep_alive_max_requests`, 1000 by default), the next `reopen_if_closing` or `exchange` opens a new one.
+    """
 
     def __init__(self, origin: Origin, *, timeout: float = 10.0) -> None:
         self.origin = origin
-        self._sock = socket.create_connection((origin.host, origin.port), timeout=timeout)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.timeout = timeout
+        self.reconnects = 0
+        self._sock = self._connect()
         self._buffer = b""
+        self._closing = False
 
     def __enter__(self) -> Connection:
         return self
@@ -111,12 +117,27 @@ class Connection:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _connect(self) -> socket.socket:
+        sock = socket.create_connection((self.origin.host, self.origin.port), timeout=self.timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
     def close(self) -> None:
         """Close the socket."""
         self._sock.close()
 
+    def reopen_if_closing(self) -> None:
+        """Open a new connection if the server announced it closes this one (call it outside timings)."""
+        if self._closing:
+            self._sock.close()
+            self._sock = self._connect()
+            self._buffer = b""
+            self._closing = False
+            self.reconnects += 1
+
     def exchange(self, request: bytes) -> Response:
         """Send one request (as built by `build_request`) and read its response."""
+        self.reopen_if_closing()
         self._sock.sendall(request)
         while (end := self._buffer.find(_HEAD_END)) < 0:
             self._fill()
@@ -126,10 +147,17 @@ class Connection:
             self._fill()
         body = self._buffer[start : start + length]
         self._buffer = self._buffer[start + length :]
-        return Response(status=status, headers=headers, body=body)
+        response = Response(status=status, headers=headers, body=body)
+        self._closing = closes(response.headers)
+        return response
 
     def _fill(self) -> None:
         chunk = self._sock.recv(_RECV_SIZE)
         if not chunk:
             raise WireError("the server closed the connection mid-response")
         self._buffer += chunk
+
+
+def closes(headers: tuple[tuple[str, str], ...]) -> bool:
+    """Whether response headers announce that the server closes the connection after this response."""
+    return any(name == "connection" and "close" in value.lower() for name, value in headers)
