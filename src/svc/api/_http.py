@@ -23,7 +23,7 @@ from svc._errors import (
     PayloadTooLarge,
     SvcError,
 )
-from svc.registry import Actor, Capability, ErrorBody, ErrorDetail, Executor
+from svc.registry import Actor, Capability, ErrorBody, ErrorDetail, Executor, http_write_refusal
 
 __all__ = ["MAX_BODY", "PAGE_PREFIXES", "SvcApp", "check_request", "error_response", "loopback_host"]
 
@@ -174,7 +174,7 @@ class SvcApp:
         try:
             cap = self._route(method, path)
             if cap.writes_repository:
-                raise _http_write_refusal(cap)
+                raise http_write_refusal(cap)
             if method == "GET":
                 params = self.executor.decode_text(cap, _query_items(scope))
             else:
@@ -193,13 +193,6 @@ class SvcApp:
         if allowed is None:
             raise NotFound(f"no route {path}; see / and /api/v1")
         raise MethodNotAllowed(f"{path} answers {', '.join(allowed)}, not {method}", allow=allowed)
-
-
-def _http_write_refusal(cap: Capability) -> Forbidden:
-    tool = cap.exposure.mcp.tool if cap.exposure.mcp is not None else None
-    via = f"the MCP tool {tool}" if tool else "MCP"
-    cli = f"`svc {cap.cli_text}`" if cap.cli_text else "the command line"
-    return Forbidden(f"HTTP never writes the repository; {cap.id} runs through {via} or {cli}")
 
 
 def _query_items(scope: Scope) -> list[tuple[str, str]]:

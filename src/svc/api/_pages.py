@@ -8,7 +8,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import html
+import logging
 import mimetypes
+import secrets
 import subprocess
 from importlib import resources
 from pathlib import Path
@@ -19,13 +21,14 @@ from markdown_it import MarkdownIt
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from svc._errors import MethodNotAllowed, NotFound, SvcError
+from svc._errors import Internal, MethodNotAllowed, NotFound, SvcError
 from svc._version import __version__
 from svc.api._http import error_response
 from svc.registry import Runtime, openapi_json
 
 __all__ = ["build_pages", "home_document"]
 
+_log = logging.getLogger("svc.pages")
 _SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'",
     "X-Content-Type-Options": "nosniff",
@@ -165,6 +168,12 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
     @app.errorhandler(SvcError)
     async def svc_error(exc: SvcError) -> Response:
         return _error(exc)
+
+    @app.errorhandler(500)
+    async def internal(exc: Exception) -> Response:
+        correlation = "c-" + secrets.token_hex(4)
+        _log.error("page %s failed (correlation id %s)", request.path, correlation, exc_info=exc)
+        return _error(Internal(f"internal error (correlation id {correlation})"))
 
     @app.get("/")
     async def home() -> Response:

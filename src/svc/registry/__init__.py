@@ -13,6 +13,8 @@ from svc.registry._cli_tree import INFRASTRUCTURE as INFRASTRUCTURE
 from svc.registry._cli_tree import CliCommand as CliCommand
 from svc.registry._cli_tree import CliParameter as CliParameter
 from svc.registry._cli_tree import cli_tree as cli_tree
+from svc.registry._cli_tree import cli_usage as cli_usage
+from svc.registry._cli_tree import http_write_refusal as http_write_refusal
 from svc.registry._context import Actor as Actor
 from svc.registry._context import Context as Context
 from svc.registry._context import Reporter as Reporter
@@ -35,11 +37,22 @@ from svc.registry._documents import openapi_json as openapi_json
 from svc.registry._documents import render_documents as render_documents
 from svc.registry._executor import Executor as Executor
 from svc.registry._generation import Generation as Generation
+from svc.registry._mcp_catalog import OBJECT_TEMPLATE as OBJECT_TEMPLATE
+from svc.registry._mcp_catalog import PROTOCOL_VERSIONS as PROTOCOL_VERSIONS
+from svc.registry._mcp_catalog import SERVED_METHODS as SERVED_METHODS
+from svc.registry._mcp_catalog import SERVER_NAME as SERVER_NAME
+from svc.registry._mcp_catalog import SERVER_TITLE as SERVER_TITLE
+from svc.registry._mcp_catalog import McpCatalog as McpCatalog
+from svc.registry._mcp_catalog import ResourceSpec as ResourceSpec
+from svc.registry._mcp_catalog import ToolSpec as ToolSpec
+from svc.registry._mcp_catalog import mcp_catalog as mcp_catalog
 from svc.registry._openapi import render_openapi as render_openapi
 from svc.registry._registry import Registry as Registry
 from svc.registry._registry import RegistryError as RegistryError
 from svc.registry._registry import build_registry as build_registry
 from svc.registry._registry import descriptor as descriptor
+from svc.registry._runtime import ExecutableStamp as ExecutableStamp
+from svc.registry._runtime import McpAttachments as McpAttachments
 from svc.registry._runtime import Runtime as Runtime
 from svc.registry._runtime import ServerFacts as ServerFacts
 from svc.registry._runtime import utc_now as utc_now
@@ -52,6 +65,11 @@ __all__ = [
     "GENERATED_DIR",
     "INFRASTRUCTURE",
     "MANIFEST",
+    "OBJECT_TEMPLATE",
+    "PROTOCOL_VERSIONS",
+    "SERVED_METHODS",
+    "SERVER_NAME",
+    "SERVER_TITLE",
     "Actor",
     "Benchmark",
     "Cache",
@@ -64,11 +82,14 @@ __all__ = [
     "ErrorBody",
     "ErrorDetail",
     "Example",
+    "ExecutableStamp",
     "Executor",
     "Exposure",
     "Generation",
     "Hints",
     "HttpExposure",
+    "McpAttachments",
+    "McpCatalog",
     "McpExposure",
     "McpResource",
     "Module",
@@ -76,15 +97,20 @@ __all__ = [
     "Registry",
     "RegistryError",
     "Reporter",
+    "ResourceSpec",
     "ResultCache",
     "Runtime",
     "ServerFacts",
+    "ToolSpec",
     "build_registry",
     "cli_tree",
+    "cli_usage",
     "decode_json",
     "decode_text",
     "decode_value",
     "descriptor",
+    "http_write_refusal",
+    "mcp_catalog",
     "openapi_json",
     "render_documents",
     "render_openapi",

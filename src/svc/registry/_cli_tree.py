@@ -2,8 +2,8 @@
 
 Capability commands come from each capability's `cli` words and input schema: a required property is a
 positional argument (declaration order), every other property an option `--name` (underscores become
-dashes), a boolean a `--name/--no-name` flag. Infrastructure commands (`serve`, `generate`) are declared
-here beside them, so the reference, the real tree and the closure matrix read one list.
+dashes), a boolean a `--name/--no-name` flag. Infrastructure commands (`serve`, `mcp`, `generate`) are
+declared here beside them, so the reference, the real tree and the closure matrix read one list.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from typing import Any
 
 import msgspec
 
+from svc._errors import Forbidden
 from svc.registry._binding import TextKind, text_kinds
 from svc.registry._declaration import Capability
 from svc.registry._registry import Registry
 
-__all__ = ["INFRASTRUCTURE", "CliCommand", "CliParameter", "cli_tree", "resolve"]
+__all__ = ["INFRASTRUCTURE", "CliCommand", "CliParameter", "cli_tree", "cli_usage", "http_write_refusal", "resolve"]
 
 
 class CliParameter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -55,6 +56,26 @@ INFRASTRUCTURE: tuple[CliCommand, ...] = (
                 kind="boolean",
                 help="re-derive every document, write nothing, list what is stale and exit 10 if any is",
             )
+        ],
+    ),
+    CliCommand(
+        words=["mcp"],
+        summary=(
+            "Serve MCP on stdio: the first in a checkout also serves HTTP (8741 first) and holds the lease, "
+            "later ones bridge to it."
+        ),
+        parameters=[
+            CliParameter(name="--port", kind="integer", default=8741, help="the first port to try when serving HTTP"),
+            CliParameter(
+                name="--standalone",
+                kind="boolean",
+                help="serve stdio only, from this process: no lease, no HTTP server, no bridge",
+            ),
+            CliParameter(
+                name="--inspect",
+                kind="boolean",
+                help="print what this invocation would do (serve, bridge, wait, take over) and why, then exit",
+            ),
         ],
     ),
     CliCommand(
@@ -148,3 +169,27 @@ def resolve(tree: list[CliCommand], words: tuple[str, ...] | list[str]) -> CliCo
     """The command with exactly these words, or None."""
     wanted = list(words)
     return next((c for c in tree if c.words == wanted), None)
+
+
+def cli_usage(cap: Capability) -> str | None:
+    """How a person runs `cap` on the command line (`svc plan start|verify|done ISSUE`), or None."""
+    presets = cap.exposure.cli_presets
+    fixed = set(presets[0].input) if presets else set()
+    required = [f.encode_name.upper() for f in msgspec.structs.fields(cap.input) if f.required]
+    required = [name for name in required if name.lower() not in fixed]
+    if presets:
+        words = [*presets[0].words[:-1], "|".join(p.words[-1] for p in presets)]
+    elif cap.exposure.cli:
+        words = list(cap.exposure.cli)
+    else:
+        return None
+    return "svc " + " ".join([*words, *required])
+
+
+def http_write_refusal(cap: Capability) -> Forbidden:
+    """The refusal of a repository write asked over HTTP, naming the MCP tool and the CLI command."""
+    tool = cap.exposure.mcp.tool if cap.exposure.mcp is not None else None
+    via = f"the MCP tool {tool}" if tool else "MCP"
+    usage = cli_usage(cap)
+    cli = f"`{usage}`" if usage else "the command line"
+    return Forbidden(f"HTTP never writes the repository; {cap.id} runs through {via} or {cli}")
