@@ -57,8 +57,20 @@ def make_checkout(path: Path, *, layer: bool = True, git: bool = True) -> Path:
         run = functools.partial(subprocess.run, cwd=path, check=True, capture_output=True)
         run(["git", "init", "-q", "-b", "main"])
         run(["git", "add", "-A"])
-        run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "--allow-empty",
-             "-m", "init"])
+        run(
+            [
+                "git",
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.invalid",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "init",
+            ]
+        )
     return path
 
 

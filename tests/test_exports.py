@@ -6,7 +6,17 @@ import importlib
 
 import pytest
 
-PACKAGES = ["svc", "svc.registry", "svc.layer", "svc.nursery", "svc.api", "svc.cli", "svc.capabilities"]
+PACKAGES = [
+    "svc",
+    "svc.registry",
+    "svc.layer",
+    "svc.plan",
+    "svc.nursery",
+    "svc.api",
+    "svc.cli",
+    "svc.capabilities",
+    "svc.mesh_udp",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -54,7 +54,7 @@ async def test_describe_answers_the_descriptor_and_refuses_unknown_ids(bare: Exe
     assert live["execution"]["effect"] == "read"
     assert live["execution"]["hints"]["read_only"] is True
     assert live["input"]["name"] == "NoInput"
-    with pytest.raises(NotFound, match="no capability 'nope.x'"):
+    with pytest.raises(NotFound, match=r"no capability 'nope\.x'"):
         await ask(bare, "capabilities.describe", id="nope.x")
 
 
@@ -171,16 +171,19 @@ All notable changes.
 def test_changelog_parsing() -> None:
     releases = parse_changelog(CHANGELOG)
     assert [r.version for r in releases] == ["unreleased", "1.2.0", "1.1.0"]
-    assert releases[0].unreleased and releases[0].url == "https://example.invalid/compare/v1.2.0...HEAD"
+    assert releases[0].unreleased
+    assert releases[0].url == "https://example.invalid/compare/v1.2.0...HEAD"
     assert releases[0].groups[0].entries == ["one thing continued on a second line", "another"]
-    assert releases[1].date == "2026-03-04" and releases[1].groups[0].kind == "Fixed"
-    assert releases[2].yanked and releases[2].groups == []
+    assert releases[1].date == "2026-03-04"
+    assert releases[1].groups[0].kind == "Fixed"
+    assert releases[2].yanked
+    assert releases[2].groups == []
 
 
 async def test_changelog_capability(bare: Executor) -> None:
     absent = await ask(bare, "release.changelog")
     assert absent == {"path": "CHANGELOG.md", "present": False, "format": "keep-a-changelog", "releases": []}
-    with pytest.raises(NotFound, match="no CHANGELOG.md"):
+    with pytest.raises(NotFound, match=r"no CHANGELOG\.md"):
         await ask(bare, "release.changelog", version="unreleased")
     (bare.runtime.repository.root / "CHANGELOG.md").write_text(CHANGELOG)
     one = await ask(bare, "release.changelog", version="v1.2.0")

@@ -173,6 +173,7 @@ class Pick(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
 
 
 async def test_presets_and_a_command_that_is_also_a_group() -> None:
+    from svc.registry import Capability as Cap
     from svc.registry import (
         CliPreset,
         Example,
@@ -182,7 +183,6 @@ async def test_presets_and_a_command_that_is_also_a_group() -> None:
         NoInput,
         build_registry,
     )
-    from svc.registry import Capability as Cap
 
     async def pick(ctx: Any, params: Pick) -> dict[str, Any]:
         return msgspec.to_builtins(params)

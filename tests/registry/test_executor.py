@@ -94,9 +94,7 @@ async def harness(tmp_path: Path) -> AsyncIterator[tuple[Executor, dict[str, Cal
         declare("block", Cache(), calls["block"], block=True),
     ]
     repo = Repository.discover(tmp_path)
-    runtime = Runtime(
-        registry=build_registry([MODULE], caps), repository=repo, generation=Generation(repo, stamp=b"")
-    )
+    runtime = Runtime(registry=build_registry([MODULE], caps), repository=repo, generation=Generation(repo, stamp=b""))
     async with Supervisor.open() as supervisor:
         yield Executor(runtime, supervisor), calls
 
@@ -127,7 +125,8 @@ async def test_process_cache_hits_are_byte_identical_and_fifo_bounded(
     await call(executor, "process", value=2)
     await call(executor, "process", value=3)  # evicts value=1 (max_entries 2)
     cache = executor.cache("demo.process")
-    assert cache is not None and len(cache) == 2
+    assert cache is not None
+    assert len(cache) == 2
     await call(executor, "process", value=1)
     assert calls["process"].count == 4
 

@@ -63,7 +63,8 @@ def test_get_parameters_drop_null_from_types_and_defaults() -> None:
     assert params["kind"]["schema"] == {"enum": ["command", "query", "resource"], "description": "keep only this kind"}
     assert params["kind"]["required"] is False
     describe = document["paths"]["/api/v1/capability"]["get"]["parameters"]
-    assert describe[0]["name"] == "id" and describe[0]["required"] is True
+    assert describe[0]["name"] == "id"
+    assert describe[0]["required"] is True
 
 
 def test_rendering_is_deterministic_and_served_bytes_equal_the_committed_copy() -> None:
