@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import trio
+
 from svc.capabilities import builtin_registry
 from svc.layer import Repository
 from svc.nursery import Engine, Supervisor
@@ -24,6 +26,8 @@ async def open_service(repo: Repository, *, surface: str, watch: bool) -> AsyncI
     runtime = Runtime(registry=builtin_registry(), repository=repo, generation=generation, surface=surface)
     async with Supervisor.open() as supervisor:
         if watch:
+            generation.hooks.append(runtime.warm)
+            await trio.to_thread.run_sync(runtime.warm)
             await supervisor.nursery.start(generation.watch)
         executor = Executor(runtime, supervisor)
         runtime.engine = Engine(executor)

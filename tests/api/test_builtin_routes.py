@@ -136,7 +136,7 @@ async def test_a_repository_writer_started_as_an_execution_is_403_too(
 async def test_the_plan_transition_refusal_names_the_tool_and_commands_of_the_design(
     checkout_client: httpx.AsyncClient, route: str
 ) -> None:
-    # REGISTRY.md §10: 403 naming the MCP tool svc_plan_transition and the CLI command
+    # docs/registry.md: 403 naming the MCP tool svc_plan_transition and the CLI command
     # `svc plan start|verify|done ID`; executions.start naming plan.transition answers the same.
     cap = REGISTRY.by_id["plan.transition"]
     params = cap.examples[0].input

@@ -1,4 +1,4 @@
-"""The HTTP projection: the ASGI app, its pages, and the hypercorn server that serves them."""
+"""The projections to the outside: the HTTP app and server, its pages, and MCP over stdio and `/mcp`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,20 @@ from svc.api._http import SvcApp as SvcApp
 from svc.api._http import check_request as check_request
 from svc.api._http import error_response as error_response
 from svc.api._http import loopback_host as loopback_host
+from svc.api._mcp import BRIDGE_HEADER as BRIDGE_HEADER
+from svc.api._mcp import RESOURCE_NOT_FOUND as RESOURCE_NOT_FOUND
+from svc.api._mcp import Backend as Backend
+from svc.api._mcp import LocalBackend as LocalBackend
+from svc.api._mcp import UnknownResource as UnknownResource
+from svc.api._mcp import build_server as build_server
+from svc.api._mcp import error_result as error_result
+from svc.api._mcp import new_peer as new_peer
+from svc.api._mcp_http import SECURITY as SECURITY
+from svc.api._mcp_http import McpEndpoint as McpEndpoint
+from svc.api._mcp_remote import BackendLost as BackendLost
+from svc.api._mcp_remote import RemoteBackend as RemoteBackend
+from svc.api._mcp_stdio import claim_stdio as claim_stdio
+from svc.api._mcp_stdio import serve_stdio as serve_stdio
 from svc.api._pages import build_pages as build_pages
 from svc.api._pages import home_document as home_document
 from svc.api._server import DEFAULT_PORT as DEFAULT_PORT
@@ -14,14 +28,28 @@ from svc.api._server import bind_loopback as bind_loopback
 from svc.api._server import serve_http as serve_http
 
 __all__ = [
+    "BRIDGE_HEADER",
     "DEFAULT_PORT",
     "MAX_BODY",
+    "RESOURCE_NOT_FOUND",
+    "SECURITY",
+    "Backend",
+    "BackendLost",
+    "LocalBackend",
+    "McpEndpoint",
+    "RemoteBackend",
     "SvcApp",
+    "UnknownResource",
     "bind_loopback",
     "build_pages",
+    "build_server",
     "check_request",
+    "claim_stdio",
     "error_response",
+    "error_result",
     "home_document",
     "loopback_host",
+    "new_peer",
     "serve_http",
+    "serve_stdio",
 ]

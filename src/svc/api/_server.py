@@ -14,6 +14,7 @@ from hypercorn.trio import serve
 
 from svc.api._events import EventsChannel
 from svc.api._http import ASGIApp, SvcApp
+from svc.api._mcp_http import McpEndpoint
 from svc.api._pages import build_pages
 from svc.registry import Executor
 
@@ -22,7 +23,7 @@ __all__ = ["DEFAULT_PORT", "bind_loopback", "serve_http"]
 DEFAULT_PORT = 8741
 PORT_ATTEMPTS = 64
 GRACE_SECONDS = 1.0
-SERVED = frozenset({"api", "openapi", "swagger", "docs"})
+SERVED = frozenset({"api", "openapi", "swagger", "docs", "mcp"})
 
 _log = logging.getLogger("svc.server")
 
@@ -61,8 +62,9 @@ async def serve_http(
 ) -> None:
     """Serve until `shutdown` is set; `task_status.started(url)` once bound.
 
-    Shutdown closes the live channels (`stream.closing`), stops the executions (grace 1 s), and drains
-    open requests for at most one second, the two at once.
+    `/mcp` (MCP over Streamable HTTP) is mounted beside the app, its session manager a task of its own.
+    Shutdown ends the MCP sessions first, then closes the live channels (`stream.closing`), stops the
+    executions (grace 1 s), and drains open requests for at most one second, the two at once.
     """
     sock = bind_loopback(port)
     bound = sock.getsockname()[1]
@@ -76,7 +78,8 @@ async def serve_http(
     config.errorlog = errorlog
     config.include_server_header = False
     engine = executor.runtime.engine
-    mounts: dict[str, ASGIApp] = {}
+    mcp = McpEndpoint(executor)
+    mounts: dict[str, ASGIApp] = {"/mcp": mcp}
     served = SERVED
     if engine is not None:
         config.websocket_ping_interval = engine.limits.heartbeat_seconds
@@ -88,6 +91,7 @@ async def serve_http(
 
     async def stop() -> None:
         await shutdown.wait()
+        mcp.stop()
         if engine is not None:
             engine.close_channels("server shutdown")
             nursery.start_soon(engine.shutdown)
@@ -96,6 +100,7 @@ async def serve_http(
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(stop)
+            await nursery.start(mcp.serve)
             await nursery.start(partial(serve, cast(Any, app), config, shutdown_trigger=drained.wait))
             _log.info("svc: serving %s", url)
             task_status.started(url)

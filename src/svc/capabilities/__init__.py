@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from svc.capabilities import _artifacts, _executions, _health, _introspection, _release
+from svc.capabilities import _artifacts, _executions, _health, _introspection, _mcp, _mesh, _plan, _release
 from svc.registry import build_registry as _build_registry
 
 if TYPE_CHECKING:
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = ["builtin_capabilities", "builtin_modules", "builtin_registry"]
 
-_GROUPS = (_artifacts, _introspection, _executions, _health, _release)
+_GROUPS = (_artifacts, _introspection, _executions, _health, _release, _plan, _mcp, _mesh)
 
 
 def builtin_modules() -> tuple[Module, ...]:

@@ -8,7 +8,7 @@ import msgspec
 import trio
 from msgspec import Meta
 
-from svc._errors import Forbidden, Internal, InvalidInput, Unavailable
+from svc._errors import Internal, InvalidInput, Unavailable
 from svc.nursery import (
     EVENT_TYPES,
     PROTOCOL_VERSION,
@@ -31,6 +31,7 @@ from svc.registry import (
     McpResource,
     Module,
     NoInput,
+    http_write_refusal,
 )
 
 MODULE = Module(
@@ -189,11 +190,8 @@ async def start(ctx: Context, params: StartInput) -> ExecutionView:
     """Queue an execution and answer at once (state `queued`)."""
     engine = _engine(ctx)
     cap = engine.find_capability(params.capability)
-    if cap.writes_repository and ctx.actor.kind == "http":
-        tool = cap.exposure.mcp.tool if cap.exposure.mcp else None
-        raise Forbidden(
-            f"HTTP never writes the repository; run {cap.id} through the MCP tool {tool} or `svc {cap.cli_text}`"
-        )
+    if cap.writes_repository and ctx.actor.over_http:
+        raise http_write_refusal(cap)
     if engine.stopping:
         raise Unavailable("the server is stopping; it takes no new execution")
     try:

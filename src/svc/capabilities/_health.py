@@ -10,6 +10,7 @@ import trio
 from svc._version import __version__
 from svc.capabilities._artifacts import ArtifactsInput, compare, report
 from svc.layer import YamlError, load_yaml, pid_alive, read_lease, read_manifest
+from svc.mesh_udp import Mesh
 from svc.registry import (
     Cache,
     Capability,
@@ -96,7 +97,7 @@ async def live(ctx: Context, params: NoInput) -> Liveness:
 
 
 def _layer_status(runtime: Runtime) -> Literal["ok", "warn", "fail"]:
-    state = read_manifest(runtime.repository).state
+    state = runtime.manifest().state
     return "ok" if state == "ok" else "fail" if state == "fail" else "warn"
 
 
@@ -274,18 +275,46 @@ def _server_check(runtime: Runtime) -> HealthCheck:
 
 
 def _mesh_check(runtime: Runtime) -> HealthCheck:
-    declarations = sorted((runtime.repository.layer / "repo" / "mesh").glob("*.yaml"))
-    if not declarations:
-        return _check("mesh", "Mesh", "ok", "the mesh is off: no declaration under .ai/repo/mesh/", ".ai/repo/mesh/")
-    names = [runtime.repository.relative(p) for p in declarations]
-    return _check(
-        "mesh",
-        "Mesh",
-        "warn",
-        "a mesh is declared but this process does not join it",
-        "declarations",
-        evidence=names,
-    )
+    title = "Mesh"
+    mesh = runtime.mesh if runtime.mesh is not None else Mesh.idle(runtime.repository)
+    reading = mesh.reading
+    where = reading.path or ".ai/repo/mesh/"
+    evidence = [f"declaration: {reading.path}"] if reading.path else []
+    if reading.state == "absent":
+        return _check("mesh", title, "ok", "the mesh is off: no declaration under .ai/repo/mesh/", where)
+    if reading.state == "refused":
+        return _check("mesh", title, "fail", "the mesh declaration is refused", where, findings=list(reading.problems))
+    dropped = [f"dropped: {line}" for line in reading.dropped]
+    if not reading.enabled:
+        return _check("mesh", title, "ok", "the mesh is off, as declared", where, evidence=evidence + dropped)
+    if runtime.mesh is None:
+        return _check(
+            "mesh",
+            title,
+            "warn",
+            "the mesh is declared on; this process does not run it (ask the serving server: svc mesh status)",
+            where,
+            evidence=evidence + dropped,
+        )
+    if not mesh.active or mesh.providers is None:
+        return _check(
+            "mesh",
+            title,
+            "fail",
+            f"declared on but not active: {mesh.reason or 'not started'}",
+            "this server",
+            evidence=evidence,
+            findings=["run svc mesh doctor for the remedy"],
+        )
+    slots = list(mesh.providers.slots.values())
+    running = [s.id for s in slots if s.state == "running"]
+    failed = [f"{s.id}: {s.detail}" for s in slots if s.state == "failed"]
+    known = len(mesh.core.registry) if mesh.core is not None else 0
+    detail = f"active: {known} other runtime{'s' if known != 1 else ''} known; providers running: {', '.join(running)}"
+    if not running:
+        return _check("mesh", title, "fail", "every discovery provider failed", "this server", findings=failed)
+    status: Status = "warn" if failed else "ok"
+    return _check("mesh", title, status, detail, "this server", evidence=evidence + dropped, findings=failed)
 
 
 def _health(runtime: Runtime) -> Health:

@@ -42,7 +42,9 @@ def _repository(ctx: click.Context) -> Repository:
 
 
 def _configure_logging(level: int) -> None:
-    logging.basicConfig(stream=sys.stderr, level=level, format="%(message)s")
+    """Log svc's own records at `level` to stderr, and other libraries' (MCP SDK, hypercorn) from warnings on."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
+    logging.getLogger("svc").setLevel(level)
 
 
 def _click_parameter(param: CliParameter) -> click.Parameter:
@@ -149,6 +151,42 @@ async def serve_command(ctx: click.Context, port: int) -> None:
         raise SystemExit(EXIT_INTERNAL) from None
 
 
+@click.command("mcp", short_help="Serve MCP on stdio (the first in a checkout also serves HTTP).")
+@click.option("--port", type=int, default=8741, show_default=True, help="the first port to try when serving HTTP")
+@click.option("--standalone", is_flag=True, help="serve stdio only, from this process: no lease, no HTTP, no bridge")
+@click.option("--inspect", is_flag=True, help="print what this invocation would do and why, then exit")
+@click.pass_context
+async def mcp_command(ctx: click.Context, port: int, standalone: bool, inspect: bool) -> None:
+    """Serve MCP on stdio for this checkout.
+
+    The first `svc mcp` of a checkout serves it: it holds the lease, binds HTTP on 127.0.0.1 (8741 first,
+    `/mcp` included) beside its stdio session and logs the URL to stderr. A later one bridges its stdio
+    session to that server. Nothing but the protocol is written on stdout. Closing stdin ends the session
+    (a server stays while HTTP MCP sessions remain); SIGINT or SIGTERM ends it at once, with exit 0.
+    """
+    _configure_logging(logging.INFO)
+    repo = _repository(ctx)
+    if inspect:
+        import httpx
+
+        from svc.cli._hosting import server_timings
+        from svc.cli._mcp import decide
+
+        async with httpx.AsyncClient() as client:
+            decision = await decide(repo, client, server_timings(repo))
+        click.echo(decision.describe())
+        return
+    from svc.cli._mcp import run_mcp
+
+    try:
+        await run_mcp(repo, port=port, standalone=standalone)
+    except SvcError as exc:
+        _fail(exc)
+    except OSError as exc:
+        click.echo(f"svc: unavailable: cannot serve: {exc.strerror or exc}", err=True)
+        raise SystemExit(EXIT_INTERNAL) from None
+
+
 @click.command("generate", short_help="Write (or --check) the documents under docs/generated/.")
 @click.option("--check", is_flag=True, help="re-derive every document, write nothing, exit 10 if any is stale")
 @click.pass_context
@@ -212,6 +250,7 @@ async def run_command(ctx: click.Context, capability: str, input_json: str | Non
 _INFRASTRUCTURE: dict[tuple[str, ...], click.Command] = {
     ("run",): run_command,
     ("serve",): serve_command,
+    ("mcp",): mcp_command,
     ("generate",): generate_command,
 }
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from svc.registry import Capability
 
-__all__ = ["NO_SERVER", "call_remote", "find_server"]
+__all__ = ["NO_SERVER", "call_remote", "find_server", "probe_server"]
 
 _log = logging.getLogger("svc.cli")
 NO_SERVER = "no server serves this repository (start one with svc serve)"
@@ -46,26 +46,33 @@ async def find_server(repo: Repository, client: httpx.AsyncClient) -> str | None
             lease = read_lease(repo)
     if lease is None or lease.url is None or not pid_alive(lease.pid):
         return None
+    return lease.url if await probe_server(client, lease.url, repo) else None
+
+
+async def probe_server(
+    client: httpx.AsyncClient, url: str, repo: Repository, *, seconds: float = PROBE_SECONDS
+) -> bool:
+    """Whether `GET <url>/` answers, within `seconds`, as the svc leaseholder serving `repo` (LAYER §6)."""
     try:
-        with trio.fail_after(PROBE_SECONDS):
-            answer = await client.get(lease.url + "/", headers={"Accept": "application/json"})
+        with trio.fail_after(seconds):
+            answer = await client.get(url + "/", headers={"Accept": "application/json"})
     except (trio.TooSlowError, OSError) as exc:
-        _log.debug("probe of %s failed: %s", lease.url, exc)
-        return None
+        _log.debug("probe of %s failed: %s", url, exc)
+        return False
     except Exception as exc:  # httpx transport errors
-        _log.debug("probe of %s failed: %s", lease.url, exc)
-        return None
+        _log.debug("probe of %s failed: %s", url, exc)
+        return False
     try:
         home = answer.json()
     except ValueError:
-        return None
-    serves = (
+        return False
+    return (
         answer.status_code == 200
+        and isinstance(home, dict)
         and home.get("name") == "svc"
         and home.get("repository_id") == repo.id
         and home.get("leaseholder") is not False
     )
-    return lease.url if serves else None
 
 
 async def call_remote(client: httpx.AsyncClient, url: str, cap: Capability, params: msgspec.Struct) -> bytes:

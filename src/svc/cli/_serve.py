@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import signal
 from functools import partial
 
 import trio
@@ -11,34 +9,17 @@ import trio
 from svc._errors import Refused
 from svc._service import open_service
 from svc.api import serve_http
-from svc.layer import Executable, Lease, LeaseHeld, Repository, acquire_lease, publish_url, release_lease
+from svc.cli._hosting import take_lease, watch_signals
+from svc.layer import Lease, LeaseHeld, Repository, publish_url, release_lease
+from svc.mesh_udp import start_mesh
 from svc.registry import Runtime
 
 __all__ = ["serve"]
 
-_log = logging.getLogger("svc.serve")
-
-
-async def _on_signal(shutdown: trio.Event) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-        async for _ in signals:
-            shutdown.set()
-            return
-
 
 def _take_lease(runtime: Runtime) -> Lease | None:
-    repo = runtime.repository
-    if not repo.has_layer:
-        _log.info("svc: this checkout has no .ai/ folder; serving without a lease")
-        return None
-    stamp = runtime.executable
     try:
-        return acquire_lease(
-            repo,
-            version=runtime.version,
-            executable=Executable(path=stamp.path, mtime=stamp.mtime, size=stamp.size),
-            started_at=runtime.started_at,
-        )
+        return take_lease(runtime)
     except LeaseHeld as exc:
         raise Refused(f"{exc}; use that server, or stop it before starting another") from None
 
@@ -56,10 +37,11 @@ async def serve(repo: Repository, *, port: int) -> None:
         runtime.server.leaseholder = lease is not None
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_on_signal, shutdown)
+                nursery.start_soon(watch_signals, shutdown)
                 url = await nursery.start(partial(serve_http, executor, port=port, shutdown=shutdown))
                 if lease is not None:
                     lease = await trio.to_thread.run_sync(publish_url, repo, lease, url)
+                await start_mesh(runtime, executor.supervisor)
         finally:
             if lease is not None:
                 release_lease(repo, lease)

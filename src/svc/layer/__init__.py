@@ -8,6 +8,7 @@ from svc.layer._lease import Executable as Executable
 from svc.layer._lease import Lease as Lease
 from svc.layer._lease import LeaseHeld as LeaseHeld
 from svc.layer._lease import acquire_lease as acquire_lease
+from svc.layer._lease import discard_lease as discard_lease
 from svc.layer._lease import pid_alive as pid_alive
 from svc.layer._lease import publish_url as publish_url
 from svc.layer._lease import read_lease as read_lease
@@ -15,6 +16,10 @@ from svc.layer._lease import release_lease as release_lease
 from svc.layer._manifest import DEFAULT_SECTIONS as DEFAULT_SECTIONS
 from svc.layer._manifest import LayerReading as LayerReading
 from svc.layer._manifest import read_manifest as read_manifest
+from svc.layer._objects import LayerObject as LayerObject
+from svc.layer._objects import ObjectIndex as ObjectIndex
+from svc.layer._objects import SourceClass as SourceClass
+from svc.layer._objects import object_uri as object_uri
 from svc.layer._repository import GitState as GitState
 from svc.layer._repository import Repository as Repository
 from svc.layer._repository import checkout_id as checkout_id
@@ -27,15 +32,20 @@ __all__ = [
     "Executable",
     "GitState",
     "LayerIndex",
+    "LayerObject",
     "LayerReading",
     "Lease",
     "LeaseHeld",
+    "ObjectIndex",
     "Repository",
+    "SourceClass",
     "YamlError",
     "acquire_lease",
     "checkout_id",
+    "discard_lease",
     "dump_yaml",
     "load_yaml",
+    "object_uri",
     "pid_alive",
     "publish_url",
     "read_lease",

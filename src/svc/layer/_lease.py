@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import msgspec
 
@@ -17,6 +19,7 @@ __all__ = [
     "Lease",
     "LeaseHeld",
     "acquire_lease",
+    "discard_lease",
     "lease_path",
     "pid_alive",
     "publish_url",
@@ -75,6 +78,9 @@ def _takeover_lock(repo: Repository) -> Iterator[None]:
 def acquire_lease(repo: Repository, *, version: str, executable: Executable | None, started_at: str) -> Lease:
     """Create the lease exclusively (`url` null until bound); take over a dead holder's lease.
 
+    The lease is written to a temporary file and hard-linked to its name, which fails when the name is
+    taken: a reader never sees an empty lease, and of two processes starting at once exactly one wins.
+
     Raises:
         LeaseHeld: a live process holds it.
     """
@@ -94,21 +100,48 @@ def acquire_lease(repo: Repository, *, version: str, executable: Executable | No
     )
     path = directory / "server.json"
     while True:
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        except FileExistsError:
-            with _takeover_lock(repo):
-                held = read_lease(repo)
-                if held is not None and pid_alive(held.pid) and held.pid != pid:
-                    raise LeaseHeld(held) from None
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-            continue
+        if _publish_exclusive(path, msgspec.json.encode(lease)):
+            return lease
+        with _takeover_lock(repo):
+            held = read_lease(repo)
+            if held is not None and pid_alive(held.pid) and held.pid != pid:
+                raise LeaseHeld(held) from None
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def _publish_exclusive(path: Path, data: bytes) -> bool:
+    """Write `data` to a temporary file and link it to `path`; False when `path` already exists."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(msgspec.json.encode(lease))
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        return lease
+        os.chmod(tmp, 0o600)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def discard_lease(repo: Repository, token: str) -> bool:
+    """Remove the lease if it still carries `token` (taking over a holder judged stale); True when removed.
+
+    Runs under the takeover lock, so of several processes judging the same holder stale only the first
+    removes it; the others find another lease (or none) and elect again.
+    """
+    with _takeover_lock(repo):
+        current = read_lease(repo)
+        if current is None or current.token != token:
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            (repo.local_state / "mcp" / "server.json").unlink()
+        return True
 
 
 def publish_url(repo: Repository, lease: Lease, url: str) -> Lease:

@@ -7,6 +7,7 @@ encodes it once.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Literal
 
@@ -346,12 +347,14 @@ class StreamClosing(_Stream, frozen=True, tag="stream.closing"):
 AnyStream = StreamReady | StreamLagged | StreamClosing
 
 
+@functools.cache
 def event_schema() -> dict[str, Any]:
-    """The JSON Schema of execution events (a discriminated union on `type`)."""
+    """The JSON Schema of execution events (a discriminated union on `type`; shared, do not mutate)."""
     schema: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(msgspec.json.schema(AnyEvent)))
     return schema
 
 
+@functools.cache
 def stream_schema() -> dict[str, Any]:
     """The JSON Schema of the live channel's control messages."""
     schema: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(msgspec.json.schema(AnyStream)))

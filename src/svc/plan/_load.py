@@ -8,20 +8,37 @@ id byte order; every problem becomes a `schema` FAIL naming the file and the key
 - an unknown key, a required key missing or of the wrong type: the record is kept (known keys used,
   missing lists read as empty).
 
-Scalars are read as their text (PLAN.md, LAYER.md §2): timestamps stay as written, `cancelled` is true only
+Scalars are read as their text (docs/plan.md, docs/layer.md): timestamps stay as written, `cancelled` is true only
 for `true`, `parallel_safe` is false only for `false`, `order` is an integer (0 when it is not one), and a
 scalar where a list is expected is a one-item list.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from svc.layer import YamlError, load_yaml
+from svc.plan._keys import (
+    ISSUE_KEYS,
+    ISSUE_REQUIRED,
+    MILESTONE_KEYS,
+    MILESTONE_REQUIRED,
+    PROJECT_KEYS,
+    PROJECT_REQUIRED,
+    KeyKind,
+    covers_of,
+    describe,
+    integer,
+    problem,
+    text_of,
+)
 from svc.plan._model import PlanFinding
+from svc.plan._seal import MOVES, proven
 
 __all__ = [
     "ID_PATTERN",
@@ -30,122 +47,12 @@ __all__ = [
     "ProjectRecord",
     "RecordCache",
     "Records",
+    "gc_paused",
     "load_records",
-    "text_of",
 ]
 
 #: A record id (= file name without `.yaml`): safe as a path component, free of `:` and whitespace.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_INT = re.compile(r"^[+-]?[0-9]+$")
-_INT64 = (-(2**63), 2**63 - 1)
-
-KeyKind = Literal["text", "int", "bool", "list", "evidence"]
-
-PROJECT_KEYS: dict[str, KeyKind] = {
-    "schema_version": "int",
-    "name": "text",
-    "repository": "text",
-    "default_branch": "text",
-}
-PROJECT_REQUIRED = frozenset(PROJECT_KEYS)
-
-MILESTONE_KEYS: dict[str, KeyKind] = {
-    "id": "text",
-    "title": "text",
-    "slug": "text",
-    "order": "int",
-    "priority": "text",
-    "problem": "text",
-    "outcome": "text",
-    "acceptance_criteria": "list",
-    "validation": "list",
-    "evidence_required": "list",
-    "version": "text",
-    "cancelled": "bool",
-    "superseded_by": "text",
-    "created_at": "text",
-    "updated_at": "text",
-    "current_state": "text",
-    "desired_state": "text",
-    "scope": "list",
-    "non_scope": "list",
-    "risks": "list",
-    "depends_on": "list",
-    "claims": "list",
-    "evidence": "evidence",
-}
-MILESTONE_REQUIRED = frozenset(
-    (
-        "id",
-        "title",
-        "slug",
-        "order",
-        "priority",
-        "problem",
-        "outcome",
-        "acceptance_criteria",
-        "validation",
-        "evidence_required",
-    )
-)
-
-ISSUE_KEYS: dict[str, KeyKind] = {
-    "id": "text",
-    "milestone": "text",
-    "title": "text",
-    "slug": "text",
-    "priority": "text",
-    "profile": "text",
-    "objective": "text",
-    "scope": "list",
-    "acceptance_criteria": "list",
-    "validation": "list",
-    "evidence_required": "list",
-    "parallel_safe": "bool",
-    "risk": "text",
-    "owner": "text",
-    "cancelled": "bool",
-    "created_at": "text",
-    "updated_at": "text",
-    "why": "text",
-    "current_state": "text",
-    "desired_state": "text",
-    "completion": "text",
-    "non_scope": "list",
-    "depends_on": "list",
-    "serves": "list",
-    "evidence": "evidence",
-    "started_at": "text",
-    "verified_at": "text",
-    "completed_at": "text",
-    "started_event": "text",
-    "verified_event": "text",
-    "completed_event": "text",
-    "unsealed_stamps": "list",
-}
-ISSUE_REQUIRED = frozenset(
-    (
-        "id",
-        "milestone",
-        "title",
-        "slug",
-        "priority",
-        "profile",
-        "objective",
-        "scope",
-        "acceptance_criteria",
-        "validation",
-        "evidence_required",
-    )
-)
-
-_KIND_WORDS: dict[KeyKind, str] = {
-    "text": "text",
-    "int": "an integer",
-    "bool": "true or false",
-    "list": "a list of text",
-    "evidence": "a list of evidence entries (mappings)",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +87,12 @@ class MilestoneRecord:
 
 @dataclass(frozen=True, slots=True)
 class IssueRecord:
-    """One issue as its file declares it, nothing derived."""
+    """One issue as its file declares it, with the two facts that depend on this record alone.
+
+    `proven` holds each stamp (start, verify, done) when it is proven, else "" (docs/layer.md); `covered` is
+    whether every `evidence_required` token is among the `covers` of the evidence entries. Both are decided
+    once per record bytes, so a cached parse does not hash its seals again.
+    """
 
     id: str
     path: str
@@ -207,6 +119,8 @@ class IssueRecord:
     verified_event: str
     completed_event: str
     unsealed: frozenset[str]
+    proven: tuple[str, str, str]
+    covered: bool
     raw: dict[str, Any] = field(repr=False, compare=False)
 
 
@@ -248,31 +162,8 @@ class RecordCache:
         self._entries = entries
 
 
-def text_of(value: Any) -> str | None:
-    """A YAML scalar as text (`true`/`false`, numbers as written by Python, null as ""); None otherwise."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    return None
-
-
 def _finding(subject: str, message: str) -> PlanFinding:
     return PlanFinding(level="FAIL", code="schema", subject=subject, message=message)
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if value is None:
-        return "empty"
-    return f"a {type(value).__name__}"
 
 
 def _yaml_problem(exc: BaseException) -> str:
@@ -284,50 +175,6 @@ def _yaml_problem(exc: BaseException) -> str:
     if mark is not None:
         return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
     return str(problem)
-
-
-def _integer(value: Any) -> int | None:
-    """An integer key's value, or None when it is not an integer within 64 bits."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and _INT.match(value.strip()):
-        number = int(value.strip())
-    else:
-        return None
-    return number if _INT64[0] <= number <= _INT64[1] else None
-
-
-def _covers(entry: dict[Any, Any]) -> tuple[list[str], bool]:
-    """The non-empty `covers` tokens of one evidence entry, and whether every one of them was text."""
-    covers = entry.get("covers")
-    found = covers if isinstance(covers, list) else [covers]
-    texts = [text_of(c) for c in found if c is not None]
-    return [t for t in texts if t], all(t is not None for t in texts)
-
-
-def _problem(kind: KeyKind, value: Any) -> str | None:
-    """Why `value` does not fit `kind` (None when it fits, or is null)."""
-    wrong = f"should be {_KIND_WORDS[kind]}, not {_describe(value)}"
-    if value is None:
-        return None
-    if kind == "text":
-        return None if text_of(value) is not None else wrong
-    if kind == "bool":
-        return None if isinstance(value, bool) else wrong
-    if kind == "int":
-        return None if _integer(value) is not None else wrong
-    if kind == "list":
-        if isinstance(value, list):
-            odd = any(item is None or text_of(item) is None for item in value)
-            return "has an item that is not text (left out)" if odd else None
-        return None if text_of(value) is not None else wrong
-    if not isinstance(value, list):
-        return wrong
-    if not all(isinstance(entry, dict) for entry in value):
-        return "has an entry that is not a mapping (left out)"
-    if not all(_covers(entry)[1] for entry in value):
-        return "has an entry whose 'covers' is not text"
-    return None
 
 
 class _Reader:
@@ -351,9 +198,9 @@ class _Reader:
                 if key in required:
                     self.say(f"{self.path}: the required key {key!r} is missing")
                 continue
-            problem = _problem(kind, value)
-            if problem is not None:
-                self.say(f"{self.path}: {key!r} {problem}")
+            wrong = problem(kind, value)
+            if wrong is not None:
+                self.say(f"{self.path}: {key!r} {wrong}")
 
     def say(self, message: str) -> None:
         self.findings.append(_finding(self.subject, message))
@@ -362,7 +209,7 @@ class _Reader:
         return text_of(self.data.get(key)) or ""
 
     def integer(self, key: str) -> int:
-        return _integer(self.data.get(key)) or 0
+        return integer(self.data.get(key)) or 0
 
     def items(self, key: str) -> tuple[str, ...]:
         value = self.data.get(key)
@@ -382,7 +229,7 @@ class _Reader:
         carrying = 0
         for entry in value:
             if isinstance(entry, dict):
-                texts, _ = _covers(entry)
+                texts, _ = covers_of(entry)
                 if texts:
                     carrying += 1
                     tokens.update(texts)
@@ -395,7 +242,7 @@ def _parse(subject: str, path: str, data: bytes) -> tuple[dict[Any, Any] | None,
     except (YamlError, ValueError, TypeError, RecursionError) as exc:
         return None, _finding(subject, f"{path} is not YAML: {_yaml_problem(exc)}")
     if not isinstance(value, dict):
-        return None, _finding(subject, f"{path} is not a mapping (it is {_describe(value)}); left out")
+        return None, _finding(subject, f"{path} is not a mapping (it is {describe(value)}); left out")
     return value, None
 
 
@@ -442,7 +289,7 @@ def _milestone(stem: str, path: str, data: bytes) -> _Parsed:
         order=read.integer("order"),
         priority=read.text("priority"),
         version=read.text("version"),
-        cancelled=read.text("cancelled") == "true",
+        cancelled=read.data.get("cancelled") is True,
         superseded_by=read.text("superseded_by"),
         outcome=read.text("outcome"),
         depends_on=read.items("depends_on"),
@@ -464,6 +311,14 @@ def _issue(stem: str, path: str, data: bytes) -> _Parsed:
     read = _Reader(stem, path, mapping, ISSUE_KEYS)
     read.check(ISSUE_REQUIRED)
     covers, carrying = read.evidence("evidence")
+    required = read.items("evidence_required")
+    unsealed = frozenset(read.items("unsealed_stamps"))
+    stamps = tuple(read.text(move.field) for move in MOVES.values())
+    seals = tuple(read.text(move.seal_field) for move in MOVES.values())
+    proof = tuple(
+        stamp if proven(move, stem, stamp, sealed_by, unsealed) else ""
+        for move, stamp, sealed_by in zip(MOVES.values(), stamps, seals, strict=True)
+    )
     record = IssueRecord(
         id=stem,
         path=path,
@@ -472,24 +327,26 @@ def _issue(stem: str, path: str, data: bytes) -> _Parsed:
         slug=read.text("slug"),
         priority=read.text("priority"),
         profile=read.text("profile"),
-        parallel_safe=read.text("parallel_safe") != "false",
-        cancelled=read.text("cancelled") == "true",
+        parallel_safe=read.data.get("parallel_safe") is not False,
+        cancelled=read.data.get("cancelled") is True,
         objective=read.text("objective"),
         scope=read.items("scope"),
         serves=read.items("serves"),
         depends_on=read.items("depends_on"),
         acceptance=len(read.items("acceptance_criteria")),
         validation=len(read.items("validation")),
-        evidence_required=read.items("evidence_required"),
+        evidence_required=required,
         covers=covers,
         evidence_have=carrying,
-        started_at=read.text("started_at"),
-        verified_at=read.text("verified_at"),
-        completed_at=read.text("completed_at"),
-        started_event=read.text("started_event"),
-        verified_event=read.text("verified_event"),
-        completed_event=read.text("completed_event"),
-        unsealed=frozenset(read.items("unsealed_stamps")),
+        started_at=stamps[0],
+        verified_at=stamps[1],
+        completed_at=stamps[2],
+        started_event=seals[0],
+        verified_event=seals[1],
+        completed_event=seals[2],
+        unsealed=unsealed,
+        proven=(proof[0], proof[1], proof[2]),
+        covered=all(token in covers for token in required),
         raw=mapping,
     )
     return record, tuple(read.findings)
@@ -500,6 +357,24 @@ def _yaml_names(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str, byte
     out = [(name[: -len(".yaml")], name, data) for name, data in files if name.endswith(".yaml")]
     out.sort(key=lambda item: item[0])
     return out
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for a block that allocates many acyclic objects.
+
+    A derivation of 10,000 issues allocates hundreds of thousands of objects, none in a cycle; with the
+    collector on, it would walk every loaded record again and again, which costs more than the derivation.
+    Reference counting frees everything as usual. Already paused (another thread): left as it is.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def load_records(
@@ -515,6 +390,17 @@ def load_records(
     `milestones` and `issues` are ``(file name, bytes)`` pairs of each directory; names that do not end in
     `.yaml` are ignored. `project` is the bytes of `project.yaml` (None when it is absent: empty header).
     """
+    with gc_paused():
+        return _load(project, milestones, issues, base, cache)
+
+
+def _load(
+    project: bytes | None,
+    milestones: Iterable[tuple[str, bytes]],
+    issues: Iterable[tuple[str, bytes]],
+    base: str,
+    cache: RecordCache | None,
+) -> Records:
     kept: dict[tuple[str, str], tuple[bytes, _Parsed]] = {}
     findings: list[PlanFinding] = []
 

@@ -40,7 +40,7 @@ __all__ = [
     "vocabulary",
 ]
 
-#: The issue statuses, in derivation order (PLAN.md §1).
+#: The issue statuses, in derivation order (docs/plan.md).
 ISSUE_STATUSES: tuple[str, ...] = ("READY", "BLOCKED", "ACTIVE", "VERIFY", "DONE", "CANCELLED")
 #: The milestone statuses, in derivation order.
 MILESTONE_STATUSES: tuple[str, ...] = (

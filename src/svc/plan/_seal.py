@@ -1,4 +1,4 @@
-"""Lifecycle stamps and their seals (LAYER.md §3): which move writes which field, and what proves a stamp.
+"""Lifecycle stamps and their seals (docs/layer.md): which move writes which field, and what proves a stamp.
 
 A seal is ``sha256:`` + the hex SHA-256 of four LF-terminated lines: the seal schema, the ledger event, the
 issue id and the stamp text. It lives in the tracked record beside the stamp, because the ledger is local to

@@ -22,11 +22,21 @@ Severity = Literal["info", "warning", "error"]
 
 
 class Actor(msgspec.Struct, frozen=True, kw_only=True):
-    """Who asked: a fact recorded for audit and display, never an authorization."""
+    """Who asked: a fact recorded for audit and display, never an authorization.
+
+    `transport` says how an MCP session reaches this process (`stdio`, or `http` for `/mcp`); a request
+    that arrived over HTTP, on the API or on `/mcp`, never writes the repository.
+    """
 
     kind: ActorKind
     peer: str | None = None
     pid: int | None = None
+    transport: Literal["stdio", "http"] | None = None
+
+    @property
+    def over_http(self) -> bool:
+        """Whether the request came in over the HTTP server (its API routes or `/mcp`)."""
+        return self.kind == "http" or self.transport == "http"
 
 
 class Reporter(Protocol):

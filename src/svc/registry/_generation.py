@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import trio
@@ -30,6 +30,8 @@ class Generation:
         self.repo = repo
         self._stamp = repository_stamp(repo) if stamp is None else stamp
         self.value = 0
+        #: Run in a worker thread after the watcher saw a change (rebuild resident state off the loop).
+        self.hooks: list[Callable[[], object]] = []
 
     def bump(self) -> int:
         """Record a write svc made; answers cached before it no longer hit."""
@@ -47,7 +49,11 @@ class Generation:
     async def refresh(self) -> bool:
         """Recompute the stamp now (in a worker thread); True when the repository changed."""
         stamp = await trio.to_thread.run_sync(repository_stamp, self.repo)
-        return self.observe(stamp)
+        changed = self.observe(stamp)
+        if changed:
+            for hook in self.hooks:
+                await trio.to_thread.run_sync(hook)
+        return changed
 
     async def watch(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Recompute the stamp every 250 ms until cancelled."""

@@ -1,0 +1,354 @@
+"""`plan.*`: the plan derived from `.ai/repo/project/` on every call, and its one writer, `plan.transition`.
+
+Every read loads and derives in a worker thread (the event loop never blocks on the disk). The transition
+runs the whole read-check-write-ledger sequence in one worker thread under the cross-process `plan.lock`,
+and bumps the repository generation right after the record is replaced, so generation-cached answers of
+`plan.issues`, `plan.next`, `plan.roadmap` and `plan.status` are dropped before it answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+import msgspec
+import trio
+from msgspec import Meta
+
+from svc._version import __version__
+from svc.layer import Repository
+from svc.plan import (
+    Plan,
+    PlanIssueList,
+    PlanIssueRecord,
+    PlanMilestoneRecord,
+    PlanNextIssue,
+    PlanRoadmap,
+    PlanStatusReport,
+    PlanTransition,
+    PlanTransitionResult,
+    PlanValidation,
+    PlanWaveReport,
+    Snapshot,
+    issue_list,
+    move_issue,
+    next_issue,
+    read_snapshot,
+    record_view,
+    roadmap,
+    status_report,
+    validation,
+    wave_report,
+)
+from svc.registry import (
+    Benchmark,
+    Cache,
+    Capability,
+    CliPreset,
+    Context,
+    Example,
+    Exposure,
+    HttpExposure,
+    McpExposure,
+    McpResource,
+    Module,
+    NoInput,
+)
+
+MODULE = Module(
+    id="plan",
+    title="Plan",
+    description=(
+        "Milestones and issues of .ai/repo/project/, derived on every read (statuses, gates, ranks, waves, "
+        "findings) and moved only by sealed transitions."
+    ),
+)
+_SOURCE = "src/svc/capabilities/_plan.py"
+
+#: `plan.record` answers one of two shapes, told apart by `kind` (`milestone` or `issue`).
+PlanRecord: Any = PlanMilestoneRecord | PlanIssueRecord
+IssueStatus = Literal["READY", "BLOCKED", "ACTIVE", "VERIFY", "DONE", "CANCELLED"]
+_MILESTONE = Meta(description="keep only this milestone (a milestone id)")
+
+
+class MilestoneFilter(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An optional milestone filter (`plan.next`, `plan.status`, `plan.waves`)."""
+
+    milestone: Annotated[str | None, _MILESTONE] = None
+
+
+class IssuesInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Filters of `plan.issues`; every filter given must hold."""
+
+    milestone: Annotated[str | None, _MILESTONE] = None
+    status: Annotated[IssueStatus | None, Meta(description="keep only issues of this derived status")] = None
+    wave: Annotated[
+        Annotated[int, Meta(ge=0, le=4_294_967_295)] | None, Meta(description="keep only issues of this wave")
+    ] = None
+
+
+class RecordInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Input of `plan.record`."""
+
+    id: Annotated[str, Meta(description="a milestone id or an issue id")]
+
+
+class PlanTransitionInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Input of `plan.transition`: the issue and the move, nothing else (no timestamp, force or reason)."""
+
+    issue: Annotated[str, Meta(description="the issue id, e.g. I0001")]
+    transition: Annotated[PlanTransition, Meta(description="start, verify or done")]
+
+
+async def _snapshot(ctx: Context) -> Snapshot:
+    return await trio.to_thread.run_sync(read_snapshot, ctx.runtime.repository)
+
+
+async def model(ctx: Context, params: NoInput) -> Plan:
+    """The whole plan, derived now."""
+    return (await _snapshot(ctx)).plan
+
+
+async def issues(ctx: Context, params: IssuesInput) -> PlanIssueList:
+    """The issues matching the filters (404 for an unknown milestone)."""
+    plan = (await _snapshot(ctx)).plan
+    return issue_list(plan, params.milestone, params.status, params.wave)
+
+
+async def next_(ctx: Context, params: MilestoneFilter) -> PlanNextIssue:
+    """The READY issue to take now, widened to the whole plan when the milestone has none."""
+    return next_issue((await _snapshot(ctx)).plan, params.milestone)
+
+
+async def record(ctx: Context, params: RecordInput) -> PlanMilestoneRecord | PlanIssueRecord:
+    """One record as authored, with its derived facts, related issues and findings."""
+    snapshot = await _snapshot(ctx)
+    return record_view(snapshot.plan, snapshot.records, params.id)
+
+
+async def roadmap_(ctx: Context, params: NoInput) -> PlanRoadmap:
+    """Milestones in roadmap order, with `now` and `next`."""
+    return roadmap((await _snapshot(ctx)).plan)
+
+
+async def status(ctx: Context, params: MilestoneFilter) -> PlanStatusReport:
+    """Progress per milestone, the next ready issue and the counts."""
+    return status_report((await _snapshot(ctx)).plan, params.milestone)
+
+
+async def validate(ctx: Context, params: NoInput) -> PlanValidation:
+    """Every finding, in derivation order; valid when none is a failure."""
+    return validation((await _snapshot(ctx)).plan)
+
+
+async def waves(ctx: Context, params: MilestoneFilter) -> PlanWaveReport:
+    """The execution waves and the scope overlaps that serialise issues of one wave."""
+    return wave_report((await _snapshot(ctx)).plan, params.milestone)
+
+
+def _move(repo: Repository, params: PlanTransitionInput, bump: Callable[[], int]) -> PlanTransitionResult:
+    def written() -> None:
+        trio.from_thread.run_sync(bump)
+
+    return move_issue(repo, params.issue, params.transition, by=f"svc/{__version__}", on_written=written)
+
+
+async def transition(ctx: Context, params: PlanTransitionInput) -> PlanTransitionResult:
+    """Move one issue with a sealed stamp and a ledger event (never over HTTP)."""
+    return await trio.to_thread.run_sync(_move, ctx.runtime.repository, params, ctx.runtime.generation.bump)
+
+
+def _get(path: str, tool: str, *words: str, resource: McpResource | None = None) -> Exposure:
+    return Exposure(
+        http=HttpExposure(method="GET", path=path),
+        mcp=McpExposure(tool=tool, resource=resource),
+        cli=("plan", *words),
+    )
+
+
+_GENERATION = Cache(policy="generation", max_entries=16)
+_MOVE_SUMMARY = "Move an issue to {0} (writes {1} and its seal, appends {2})"
+
+CAPABILITIES = (
+    Capability(
+        id="plan.model",
+        module="plan",
+        title="The plan",
+        description=(
+            "The whole plan derived from .ai/repo/project/ now: project (with the derived active milestone), "
+            "status vocabularies, milestones and issues in id order, waves, both dependency graphs and every "
+            "finding in derivation order."
+        ),
+        input=NoInput,
+        output=Plan,
+        handler=model,
+        examples=(Example(name="plan", input={}),),
+        tags=("plan",),
+        exposure=_get("/api/v1/plan", "svc_plan", resource=McpResource(uri="svc://plan", name="plan")),
+        source_path=_SOURCE,
+    ),
+    Capability(
+        id="plan.issues",
+        module="plan",
+        title="Plan issues",
+        description=(
+            "The issues matching every filter given: milestone, derived status (READY is the ready set, "
+            "BLOCKED the blocked set) and wave. An unknown milestone is 404."
+        ),
+        input=IssuesInput,
+        output=PlanIssueList,
+        handler=issues,
+        examples=(
+            Example(name="all", input={}),
+            Example(name="ready", input={"status": "READY"}, description="the ready set"),
+        ),
+        tags=("plan",),
+        exposure=_get("/api/v1/plan/issues", "svc_plan_issues", "issues"),
+        cache=_GENERATION,
+        source_path=_SOURCE,
+    ),
+    Capability(
+        id="plan.next",
+        module="plan",
+        title="Next issue",
+        description=(
+            "The lowest-wave READY issue of the milestone (else the active milestone), highest priority "
+            "first, then by id; widened to the whole plan when that milestone has none ready. With nothing "
+            "executable, `issue` is absent and `reason` says why."
+        ),
+        input=MilestoneFilter,
+        output=PlanNextIssue,
+        handler=next_,
+        examples=(Example(name="next", input={}),),
+        tags=("plan",),
+        exposure=_get("/api/v1/plan/next", "svc_plan_next", "next"),
+        cache=_GENERATION,
+        source_path=_SOURCE,
+    ),
+    Capability(
+        id="plan.record",
+        module="plan",
+        title="One plan record",
+        description=(
+            "A milestone record with its issues in full, or an issue record with the issues it waits on in "
+            "full: the authored mapping (scalars as text), the derived facts and the findings about it."
+        ),
+        input=RecordInput,
+        output=PlanRecord,
+        handler=record,
+        examples=(
+            Example(name="milestone", input={"id": "plan"}),
+            Example(name="issue", input={"id": "I0001"}),
+        ),
+        tags=("plan",),
+        exposure=_get("/api/v1/plan/record", "svc_plan_record", "record"),
+        source_path=_SOURCE,
+    ),
+    Capability(
+        id="plan.roadmap",
+        module="plan",
+        title="Roadmap",
+        description=(
+            "Milestones ordered by rank, then `order`, then id; `now` is the first unfinished milestone when "
+            "it is unblocked, `next` the unfinished one after it (or that first one when it is blocked)."
+        ),
+        input=NoInput,
+        output=PlanRoadmap,
+        handler=roadmap_,
+        examples=(Example(name="roadmap", input={}),),
+        tags=("plan",),
+        exposure=_get("/api/v1/plan/roadmap", "svc_plan_roadmap", "roadmap"),
+        cache=Cache(policy="generation", max_entries=4),
+        source_path=_SOURCE,
+    ),
+    Capability(
+        id="plan.status",
+        module="plan",
+        title="Plan status",
+        description=(
+            "Status and counts of every milestone (or the one named), the next ready issue, and the counts "
+            "over the whole plan (or that milestone)."
+        ),
+        input=MilestoneFilter,
+        output=PlanStatusReport,
+        handler=status,
+        examples=(Example(name="status", input={}),),
+        tags=("plan",),
+        exposure=_get("/api/v1/plan/status", "svc_plan_status", "status"),
+        cache=_GENERATION,
+        source_path=_SOURCE,
+    ),
+    Capability(
+        id="plan.transition",
+        module="plan",
+        title="Move an issue",
+        description=(
+            "The only plan operation that writes the repository: start (READY to ACTIVE), verify or done. "
+            "Writes the stamp, its seal and updated_at in place, replaces the record atomically, then appends "
+            "the ledger event, all under the cross-process plan lock; `to` is derived from the record as "
+            "written. Refused (422) with what is in the way; never over HTTP (403)."
+        ),
+        input=PlanTransitionInput,
+        output=PlanTransitionResult,
+        handler=transition,
+        examples=(Example(name="start", input={"issue": "I0001", "transition": "start"}),),
+        kind="command",
+        tags=("plan",),
+        exposure=Exposure(
+            http=HttpExposure(method="POST", path="/api/v1/plan/transition"),
+            mcp=McpExposure(tool="svc_plan_transition"),
+            cli=("plan", "transition"),
+            cli_presets=tuple(
+                CliPreset(
+                    words=("plan", verb),
+                    input={"transition": verb},
+                    summary=_MOVE_SUMMARY.format(status, field, event),
+                )
+                for verb, status, field, event in (
+                    ("start", "ACTIVE", "started_at", "plan_start"),
+                    ("verify", "VERIFY", "verified_at", "plan_verify"),
+                    ("done", "DONE", "completed_at", "plan_done"),
+                )
+            ),
+        ),
+        benchmark=Benchmark(
+            policy="required_when",
+            when="run against a disposable checkout holding a READY issue (the move writes the record)",
+        ),
+        writes_repository=True,
+        source_path=_SOURCE,
+    ),
+    Capability(
+        id="plan.validate",
+        module="plan",
+        title="Validate the plan",
+        description=(
+            "Every finding of the derivation (FAIL or WARN) in derivation order, with tallies; `valid` is "
+            "false when any finding is a failure, and `svc plan validate` then exits 10."
+        ),
+        input=NoInput,
+        output=PlanValidation,
+        handler=validate,
+        examples=(Example(name="validate", input={}),),
+        tags=("plan",),
+        exposure=_get("/api/v1/plan/validate", "svc_plan_validate", "validate"),
+        cli_verdict="valid",
+        source_path=_SOURCE,
+    ),
+    Capability(
+        id="plan.waves",
+        module="plan",
+        title="Execution waves",
+        description=(
+            "The execution waves lowest first (an issue enters a wave once every dependency has left), with "
+            "the issues in full, and the scope overlaps that serialise two issues of one wave."
+        ),
+        input=MilestoneFilter,
+        output=PlanWaveReport,
+        handler=waves,
+        examples=(Example(name="waves", input={}),),
+        tags=("plan",),
+        exposure=_get("/api/v1/plan/waves", "svc_plan_waves", "waves"),
+        source_path=_SOURCE,
+    ),
+)

@@ -1,0 +1,75 @@
+"""What `svc serve` and `svc mcp` share: signals, the checkout's lease, and the server timings of the policy."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from dataclasses import dataclass, fields
+
+import trio
+
+from svc.layer import Executable, Lease, Repository, YamlError, acquire_lease, load_yaml, read_manifest
+from svc.registry import Runtime
+
+__all__ = ["Timings", "executable_of", "server_timings", "take_lease", "watch_signals"]
+
+_log = logging.getLogger("svc.serve")
+
+
+async def watch_signals(shutdown: trio.Event) -> None:
+    """Set `shutdown` on the first SIGINT, SIGTERM or SIGHUP (the process then ends with exit 0)."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async for _ in signals:
+            shutdown.set()
+            return
+
+
+def executable_of(runtime: Runtime) -> Executable:
+    """The running program as the lease records it."""
+    stamp = runtime.executable
+    return Executable(path=stamp.path, mtime=stamp.mtime, size=stamp.size)
+
+
+def take_lease(runtime: Runtime) -> Lease | None:
+    """Hold the checkout's lease (`url` null until bound); None when the checkout has no `.ai/` folder.
+
+    Raises:
+        LeaseHeld: a live process holds it.
+    """
+    repo = runtime.repository
+    if not repo.has_layer:
+        _log.info("svc: this checkout has no .ai/ folder; serving without a lease")
+        return None
+    return acquire_lease(
+        repo, version=runtime.version, executable=executable_of(runtime), started_at=runtime.started_at
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Timings:
+    """The server timings (seconds), overridable in the policy under `server:` as `<name>_seconds`."""
+
+    bind_grace: float = 15.0
+    probe: float = 2.0
+    busy_grace: float = 10.0
+    join: float = 20.0
+    read_deadline: float = 30.0
+
+
+def server_timings(repo: Repository) -> Timings:
+    """The timings of `repo`'s policy (`.ai/repo/policy.yaml`, `server:`), defaults for what it leaves out."""
+    reading = read_manifest(repo)
+    path = repo.layer / reading.sections.get("policy", "repo/policy.yaml")
+    try:
+        policy = load_yaml(path.read_bytes())
+    except (OSError, YamlError):
+        return Timings()
+    server = policy.get("server") if isinstance(policy, dict) else None
+    if not isinstance(server, dict):
+        return Timings()
+    values: dict[str, float] = {}
+    for fld in fields(Timings):
+        value = server.get(f"{fld.name}_seconds")
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            values[fld.name] = float(value)
+    return Timings(**values)

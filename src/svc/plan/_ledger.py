@@ -1,0 +1,172 @@
+"""The ledger `.ai/local/state/ledger.jsonl` (docs/layer.md): append-only, one JSON object per line.
+
+A line is built and checked before anything touches the disk (`ledger_line`): its event must be declared in
+the packaged vocabulary (`svc/layer/events.yaml`), carry every required payload key and no envelope key.
+`append_line` opens with append, takes an exclusive `flock` on the ledger, writes the whole line, fsyncs
+and unlocks. `read_ledger` skips (and counts) what does not parse; nothing here ever rewrites the file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from svc.layer import load_yaml
+
+__all__ = [
+    "ENVELOPE",
+    "EventDeclaration",
+    "LedgerError",
+    "LedgerReading",
+    "append_line",
+    "declared_events",
+    "ledger_line",
+    "read_ledger",
+]
+
+#: The envelope keys, in the order every line starts with (`session` only when there is one).
+ENVELOPE = ("ts", "event", "head", "branch", "by", "session")
+_encoder = msgspec.json.Encoder()
+
+
+class LedgerError(ValueError):
+    """A line the ledger refuses; nothing was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventDeclaration:
+    """One declared event: its name, required payload keys, and whether other tools may rely on it."""
+
+    id: str
+    requires: tuple[str, ...]
+    public: bool
+
+
+@functools.cache
+def declared_events() -> dict[str, EventDeclaration]:
+    """The packaged event vocabulary, by name (read once per process)."""
+    text = resources.files("svc.layer").joinpath("events.yaml").read_bytes()
+    data = load_yaml(text)
+    out: dict[str, EventDeclaration] = {}
+    for entry in data["events"]:
+        declaration = EventDeclaration(
+            id=str(entry["id"]),
+            requires=tuple(str(k) for k in entry.get("requires", ())),
+            public=bool(entry.get("public", False)),
+        )
+        out[declaration.id] = declaration
+    return out
+
+
+def ledger_line(
+    event: str,
+    payload: Mapping[str, Any],
+    *,
+    ts: str,
+    head: str | None,
+    branch: str | None,
+    by: str,
+    session: str | None = None,
+) -> bytes:
+    """One compact JSON line (LF-terminated) in the key order of docs/layer.md.
+
+    `head` None is written `NONE` (unborn or no Git); `branch` None is `DETACHED` (detached or no Git).
+
+    Raises:
+        LedgerError: an undeclared event, a missing required payload key, or a payload key that is an
+            envelope key.
+    """
+    events = declared_events()
+    declaration = events.get(event)
+    if declaration is None:
+        raise LedgerError(f"event {event!r} is not declared (declared: {', '.join(sorted(events))})")
+    for key in declaration.requires:
+        if key not in payload:
+            raise LedgerError(f"event '{event}' is missing the required field '{key}'")
+    clash = [key for key in payload if key in ENVELOPE]
+    if clash:
+        raise LedgerError(f"payload keys {', '.join(clash)} are envelope keys ({', '.join(ENVELOPE)})")
+    line: dict[str, Any] = {
+        "ts": ts,
+        "event": event,
+        "head": head or "NONE",
+        "branch": branch or "DETACHED",
+        "by": by,
+    }
+    if session:
+        line["session"] = session
+    line.update(payload)
+    try:
+        encoded = _encoder.encode(line)
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise LedgerError(f"the payload is not one JSON object: {exc}") from exc
+    return encoded + b"\n"
+
+
+def append_line(path: Path, line: bytes) -> None:
+    """Append one complete line under an exclusive lock on the ledger, then fsync.
+
+    The directory is created (mode 0700) and the file (mode 0600) on the first write.
+
+    Raises:
+        LedgerError: `line` is not exactly one LF-terminated line.
+        OSError: the ledger cannot be written.
+    """
+    if not line.endswith(b"\n") or b"\n" in line[:-1]:
+        raise LedgerError("a ledger line is one JSON object on one line")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            view = memoryview(line)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerReading:
+    """The ledger's entries oldest first, and how many lines were skipped as unreadable."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0
+
+
+def read_ledger(path: Path) -> LedgerReading:
+    """Read every line; a blank line is ignored, one that does not parse or lacks `ts`/`event` is counted.
+
+    A missing file is an empty ledger.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return LedgerReading()
+    entries: list[dict[str, Any]] = []
+    skipped = 0
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            value = msgspec.json.decode(raw)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            skipped += 1
+            continue
+        if not isinstance(value, dict) or "ts" not in value or "event" not in value:
+            skipped += 1
+            continue
+        entries.append(value)
+    return LedgerReading(entries=entries, skipped=skipped)

@@ -1,0 +1,150 @@
+"""The layer's objects: discovery by source class, identities, `svc://` URIs, titles and media types."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from svc.layer import ObjectIndex, Repository, object_uri
+from svc.layer._objects import glob_regex, source_classes
+from tests.conftest import make_checkout
+
+
+@pytest.fixture
+def index(checkout: Path) -> ObjectIndex:
+    return ObjectIndex.build(Repository.discover(checkout))
+
+
+def test_every_kind_of_svcs_own_layer_is_indexed_with_its_identity(index: ObjectIndex) -> None:
+    assert set(index.kinds) >= {"context", "document", "issue", "milestone", "policy", "profile", "prompt", "rule"}
+    issue = index.get("svc://issue/I0001")
+    assert issue is not None
+    assert (issue.id, issue.kind, issue.identity) == ("issue.I0001", "issue", "I0001")
+    assert issue.path == ".ai/repo/project/issues/I0001.yaml"
+    assert issue.media_type == "application/yaml"
+    assert issue.title
+    assert issue.description
+    milestone = index.get("svc://milestone/mcp")
+    assert milestone is not None
+    assert milestone.title == "The registry answers over MCP, and one server serves a checkout"
+    assert milestone.description is not None
+    assert milestone.description.startswith("Every capability exposed to MCP")
+    rule = index.get("svc://rule/project.http-never-writes-the-repository@1")
+    assert rule is not None
+    assert (rule.media_type, rule.title) == ("text/markdown", "HTTP never writes the repository")
+    assert "http" in rule.tags
+    profile = index.get("svc://profile/deep-work")
+    assert profile is not None
+    assert profile.media_type == "application/yaml"
+    prompt = index.get("svc://prompt/take-next-issue")
+    assert prompt is not None
+    assert prompt.media_type == "text/markdown"
+    context = index.get("svc://context/ai.repo")
+    assert context is not None
+    assert context.path == ".ai/repo/README.md"
+
+
+def test_kinds_without_identity_fields_are_named_by_their_path(index: ObjectIndex) -> None:
+    policy = index.get("svc://policy/.ai/repo/policy.yaml")
+    assert policy is not None
+    assert policy.id == "policy..ai/repo/policy.yaml"
+    adr = next(o for o in index.objects if o.source_class == "adr")
+    assert adr.kind == "document"
+    assert adr.uri == object_uri("document", adr.path)
+    assert adr.title is not None
+    assert adr.title.startswith("HTTP is loopback-only")
+
+
+def test_objects_are_in_uri_byte_order_and_unique(index: ObjectIndex) -> None:
+    uris = [o.uri for o in index.objects]
+    assert uris == sorted(uris, key=str.encode)
+    assert len(set(uris)) == len(uris) == len(index)
+
+
+def test_read_answers_the_files_bytes(checkout: Path, index: ObjectIndex) -> None:
+    issue = index.get("svc://issue/I0002")
+    assert issue is not None
+    repo = Repository.discover(checkout)
+    assert index.read(issue, repo) == (checkout / issue.path).read_bytes()
+
+
+def test_only_tracked_files_are_objects_in_git_and_every_file_outside_it(tmp_path: Path) -> None:
+    tracked = make_checkout(tmp_path / "git")
+    (tracked / ".ai/repo/project/issues/I9999.yaml").write_text("id: I9999\ntitle: untracked\n", encoding="utf-8")
+    assert ObjectIndex.build(Repository.discover(tracked)).get("svc://issue/I9999") is None
+    subprocess.run(["git", "add", "-A"], cwd=tracked, check=True, capture_output=True)
+    assert ObjectIndex.build(Repository.discover(tracked)).get("svc://issue/I9999") is not None
+    plain = make_checkout(tmp_path / "plain", git=False)
+    (plain / ".ai/repo/project/issues/I9999.yaml").write_text("id: I9999\ntitle: on disk\n", encoding="utf-8")
+    found = ObjectIndex.build(Repository.discover(plain)).get("svc://issue/I9999")
+    assert found is not None
+    assert found.title == "on disk"
+
+
+def test_claims_are_one_object_per_member(tmp_path: Path) -> None:
+    root = make_checkout(tmp_path / "claims", git=False)
+    (root / "docs").mkdir()
+    (root / "docs/CLAIMS.yaml").write_text(
+        "claims:\n  - id: fast\n    title: It is fast\n    statement: answers in a millisecond\n  - id: small\n",
+        encoding="utf-8",
+    )
+    index = ObjectIndex.build(Repository.discover(root))
+    fast = index.get("svc://claim/fast")
+    assert fast is not None
+    assert (fast.title, fast.description, fast.member) == ("It is fast", "answers in a millisecond", "fast")
+    assert index.get("svc://claim/small") is not None
+    assert (
+        index.read(fast, Repository.discover(root))
+        == b"id: fast\ntitle: It is fast\nstatement: answers in a millisecond\n"
+    )
+
+
+def test_without_sources_yaml_the_layer_sections_are_the_classes(tmp_path: Path) -> None:
+    root = make_checkout(tmp_path / "bare", git=False)
+    (root / ".ai/repo/knowledge/sources.yaml").unlink()
+    repo = Repository.discover(root)
+    assert {c.kind for c in source_classes(repo, {})} == {
+        "policy",
+        "scope",
+        "profile",
+        "rule",
+        "prompt",
+        "milestone",
+        "issue",
+    }
+    index = ObjectIndex.build(repo)
+    assert index.get("svc://issue/I0001") is not None
+    assert not any(o.kind == "document" and not o.path.startswith(".ai/") for o in index.objects)
+
+
+def test_a_checkout_without_a_layer_has_no_object(tmp_path: Path) -> None:
+    assert len(ObjectIndex.build(Repository.discover(tmp_path))) == 0
+
+
+def test_an_unparseable_record_is_still_an_object_named_by_path(tmp_path: Path) -> None:
+    root = make_checkout(tmp_path / "broken", git=False)
+    (root / ".ai/repo/project/issues/I0001.yaml").write_text("id: [unclosed\n", encoding="utf-8")
+    index = ObjectIndex.build(Repository.discover(root))
+    broken = index.get("svc://issue/.ai/repo/project/issues/I0001.yaml")
+    assert broken is not None
+    assert broken.title is None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("docs/*.md", "docs/a.md", True),
+        ("docs/*.md", "docs/sub/a.md", False),
+        ("*.md", "README.md", True),
+        ("*.md", "docs/README.md", False),
+        ("src/**/*.py", "src/a.py", True),
+        ("src/**/*.py", "src/x/y/a.py", True),
+        ("tests/**/test_*.py", "tests/api/test_mcp.py", True),
+        ("tests/**/test_*.py", "tests/api/conftest.py", False),
+        (".ai/repo/rules/**/*.md", ".ai/repo/rules/project/x.v1.md", True),
+    ],
+)
+def test_glob_patterns_keep_star_inside_one_segment(pattern: str, path: str, matches: bool) -> None:
+    assert bool(glob_regex(pattern).match(path)) is matches
