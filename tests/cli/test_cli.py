@@ -117,12 +117,12 @@ def test_every_capability_answers_the_same_bytes_over_http_and_the_cli(served: t
     compared = 0
     with httpx.Client(base_url=url) as http:
         for cap in builtin_registry().capabilities:
-            http = cap.exposure.http
-            if not cap.exposure.cli or http is None or http.method != "GET" or cap.benchmark.policy == "waived":
+            route = cap.exposure.http
+            if not cap.exposure.cli or route is None or route.method != "GET" or cap.benchmark.policy == "waived":
                 continue
             for example in cap.examples:
                 query = {k: ("true" if v is True else "false" if v is False else v) for k, v in example.input.items()}
-                over_http = http.get(cap.exposure.http.path, params=query)
+                over_http = http.get(route.path, params=query)
                 assert over_http.status_code == 200, (cap.id, over_http.text)
                 over_cli = run_svc(*_cli_args(cap, example.input), cwd=checkout)
                 assert over_cli.returncode == 0, (cap.id, over_cli.stderr)

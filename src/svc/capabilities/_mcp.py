@@ -51,13 +51,16 @@ LAUNCHER_PATH = "bin/svc-mcp"
 #: The launcher every repository served by svc ships; `bin/svc-mcp` of this repository is this text.
 LAUNCHER = """\
 #!/bin/sh
-# Start svc's MCP server for this repository over stdio: `svc mcp`, from $SVC_BIN when set, else `svc` on
-# PATH, else `python3 -m svc`. Nothing is printed on stdout (it is the MCP wire); exit 12 when no svc is
-# found. MCP clients name this file in their configuration (.mcp.json and the like).
+# Start svc's MCP server for this repository over stdio: `svc mcp`, from $SVC_BIN when set, else the
+# checkout's own .venv, else `svc` on PATH, else `python3 -m svc`. Nothing is printed on stdout (it is the
+# MCP wire); exit 12 when no svc is found. MCP clients name this file in their configuration (.mcp.json and the like).
 set -eu
 root=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
 if [ -n "${SVC_BIN:-}" ]; then
   exec "$SVC_BIN" --repo "$root" mcp "$@"
+fi
+if [ -x "$root/.venv/bin/svc" ]; then
+  exec "$root/.venv/bin/svc" --repo "$root" mcp "$@"
 fi
 if command -v svc >/dev/null 2>&1; then
   exec svc --repo "$root" mcp "$@"
