@@ -22,6 +22,8 @@ from svc.api import serve_http
 from svc.layer import Repository
 from svc.registry import Executor
 
+pytest_plugins = ["tests.nursery.fixtures"]
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_LAYER = ROOT / ".ai"
 DEFAULT_BOUND = 30.0

@@ -32,6 +32,7 @@ from svc.registry import (
     Module,
     NoInput,
     http_write_refusal,
+    input_problems,
 )
 
 MODULE = Module(
@@ -187,18 +188,22 @@ class ReportAnswer(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def start(ctx: Context, params: StartInput) -> ExecutionView:
-    """Queue an execution and answer at once (state `queued`)."""
+    """Queue an execution and answer at once (state `queued`).
+
+    Checks in order: the server is stopping (503), the capability is unknown (404), not executable or a
+    repository writer asked over HTTP (422 / 403), its input does not hold (400, at most five problems).
+    """
     engine = _engine(ctx)
-    cap = engine.find_capability(params.capability)
-    if cap.writes_repository and ctx.actor.over_http:
-        raise http_write_refusal(cap)
     if engine.stopping:
         raise Unavailable("the server is stopping; it takes no new execution")
-    try:
-        decoded = engine.executor.decode_value(cap, params.input)
-    except InvalidInput as exc:
-        raise InvalidInput(f"input of {cap.id}: {exc.message}") from None
-    execution = engine.start(cap, decoded, actor=ctx.actor)
+    cap = engine.find_capability(params.capability)
+    engine.check_executable(cap)
+    if cap.writes_repository and ctx.actor.over_http:
+        raise http_write_refusal(cap)
+    problems = input_problems(cap, params.input)
+    if problems:
+        raise InvalidInput(f"input of {cap.id}: " + "; ".join(problems))
+    execution = engine.start(cap, engine.executor.decode_value(cap, params.input), actor=ctx.actor)
     return engine.store.view(execution)
 
 
@@ -232,17 +237,15 @@ async def events(ctx: Context, params: EventsInput) -> EventHistory:
     """A page of retained events above `after`."""
     store = _engine(ctx).store
     x = store.get(params.id)
-    retained = store.retained(x, params.after)
-    page = retained[: params.limit]
-    cursor = page[-1][0] if page else min(params.after, x.last_sequence)
-    first = x.events[0][0] if x.events else x.last_sequence + 1
+    page = store.events(x, params.after, params.limit)
+    cursor = page[-1].sequence if page else min(params.after, x.last_sequence)
     return EventHistory(
         execution_id=x.id,
         state=x.state,
-        events=[event for _, _, event in page],
+        events=page,
         last_sequence=cursor,
-        more=len(retained) > len(page),
-        truncated=first > params.after + 1,
+        more=cursor < x.last_sequence,
+        truncated=x.first_sequence > params.after + 1,
     )
 
 
@@ -319,7 +322,6 @@ async def report(ctx: Context, params: ReportInput) -> ReportAnswer:
         title=params.title,
         pid=params.pid,
         input=params.input if params.input is not None else {},
-        cancellable=params.cancellable,
         events=list(params.events),
     )
     return ReportAnswer(

@@ -24,7 +24,7 @@ from svc._version import __version__
 from svc.capabilities import builtin_registry
 from svc.cli._render import render
 from svc.layer import Repository
-from svc.registry import Actor, Capability, CliCommand, CliParameter, Executor, Registry, cli_tree
+from svc.registry import Actor, Capability, CliCommand, CliParameter, Executor, Registry, cli_tree, input_problems
 
 __all__ = ["build_cli", "main"]
 
@@ -224,6 +224,9 @@ async def run_command(ctx: click.Context, capability: str, input_json: str | Non
             engine = executor.runtime.engine
             assert engine is not None
             cap = engine.find_capability(capability)
+            problems = input_problems(cap, raw)
+            if problems:
+                raise InvalidInput(f"input of {cap.id}: " + "; ".join(problems))
             params = executor.decode_value(cap, raw)
             execution = await run_execution(engine, cap, params, quiet=quiet, show=not (quiet or as_json))
             view = engine.store.view(execution)

@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+from collections import deque
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ import msgspec
 import trio
 
 from svc._errors import SvcError
-from svc.nursery import TERMINAL_TYPES, Engine, Execution
+from svc.nursery import Engine, Execution
 
 if TYPE_CHECKING:
     import httpx
@@ -41,7 +42,12 @@ BACKOFF = (0.25, 0.5, 1.0, 2.0, 4.0, 5.0)
 
 
 class Reporter:
-    """Reports one local execution to a server, applying its answers (cancel requests)."""
+    """Reports one local execution to a server, applying its answers (cancel requests).
+
+    The reporter keeps every event the server has not acknowledged in its own buffer (not the store's
+    bounded history), so a server that falls behind is sent everything from its `through + 1` once it
+    answers again.
+    """
 
     def __init__(self, client: httpx.AsyncClient, url: str, engine: Engine, execution: Execution, cap: Capability):
         self.client = client
@@ -51,19 +57,26 @@ class Reporter:
         self.cap = cap
         self.through = 0
         self.gave_up = False
+        self.behind = False
+        self._unacked: deque[str] = deque()
 
-    def _batch(self) -> list[Any]:
-        batch: list[Any] = []
+    def _batch(self) -> list[msgspec.Raw]:
+        """The unacknowledged events from `through + 1`: at most 500 and 768 KiB (at least one event)."""
+        batch: list[msgspec.Raw] = []
         size = 0
-        for _, frame, event in self.engine.store.retained(self.x, self.through):
+        for frame in self._unacked:
             size += len(frame)
             if len(batch) >= BATCH_EVENTS or (batch and size > BATCH_BYTES):
                 break
-            batch.append(event)
+            batch.append(msgspec.Raw(frame.encode()))
         return batch
 
-    async def _send(self, batch: list[Any]) -> bool:
-        """One report; True when the server answered (whatever it applied)."""
+    async def _send(self, batch: list[msgspec.Raw]) -> None:
+        """One report; forgets what the server acknowledged and applies a cancel request.
+
+        Raises:
+            OSError: the server could not be reached or answered 5xx (a transport error: retry).
+        """
         body = {
             "id": self.x.id,
             "capability": self.x.capability,
@@ -82,31 +95,38 @@ class Reporter:
             message = answer.json().get("error", {}).get("message", answer.text)
             _log.warning("svc: the server refused the report: %s; no longer reporting", message)
             self.gave_up = True
-            return True
+            return
         data = answer.json()
-        self.through = int(data["through"])
+        sent = self.through + len(batch)
+        through = min(int(data["through"]), self.through + len(self._unacked))
+        for _ in range(through - self.through):
+            self._unacked.popleft()
+        self.through = max(self.through, through)
+        self.behind = self.through < sent
         if data.get("cancel_requested") and not self.x.final and not self.x.cancel_requested:
             self.engine.cancel(self.x.id, by="server")
-        return True
 
     async def run(self) -> None:
         """Report until the terminal event is acknowledged (or the server is given up on)."""
-        subscriber, _, _ = self.engine.store.subscribe(frozenset({self.x.id}))
+        subscriber, replay, _ = self.engine.store.subscribe(frozenset({self.x.id}), capacity=sys.maxsize)
+        self._unacked.extend(replay)
         last_answer = last_report = trio.current_time()
         first_unsent: float | None = None
         attempt = 0
         try:
             while not self.gave_up:
+                self._unacked.extend(subscriber.take())
                 now = trio.current_time()
-                pending = self.engine.store.retained(self.x, self.through)
+                pending = len(self._unacked)
+                if self.x.final and not pending:
+                    return
                 if pending and first_unsent is None:
                     first_unsent = now
-                done = self.x.final and not pending
-                if done:
-                    return
-                terminal = any(event.type in TERMINAL_TYPES for _, _, event in pending)
-                due = bool(pending) and (
-                    len(pending) >= BATCH_EVENTS or terminal or now - (first_unsent or now) >= LINGER_SECONDS
+                due = pending > 0 and (
+                    self.behind
+                    or pending >= BATCH_EVENTS
+                    or self.x.final
+                    or now - (first_unsent or now) >= LINGER_SECONDS
                 )
                 if due or now - last_report >= HEARTBEAT_SECONDS:
                     last_report = now
@@ -128,7 +148,7 @@ class Reporter:
                 if first_unsent is not None:
                     wait = min(wait, LINGER_SECONDS - (now - first_unsent))
                 with trio.move_on_after(max(wait, 0.0)):
-                    await subscriber.next_frames()
+                    await subscriber.wait()
         finally:
             self.engine.store.unsubscribe(subscriber)
 

@@ -1,39 +1,34 @@
 """The execution engine: every execution a task of the supervisor nursery, under its own cancel scope.
 
-At most `max_running` run at once (a fair semaphore keeps the rest `queued`, first in first out).
-Cancelling a queued execution ends it at once; cancelling a running, cancellable one publishes
-`execution.cancelling` and cancels its scope in the same step. Reported executions (`svc run` in another
-process) are mirrored here event by event, and fail as `unavailable` when their reporter falls silent.
+At most `max_running` run at once; the rest wait `queued` in a first-in-first-out line, and each slot that
+frees goes to the head of the line in the same step. Cancelling a queued execution ends it at once;
+cancelling a running, cancellable one publishes `execution.cancelling` and cancels its scope in the same
+step. Reported executions (`svc run` in another process) are mirrored here event by event, and fail as
+`unavailable` when their reporter falls silent.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import msgspec
 import trio
 
 from svc._errors import InvalidInput, NotFound, Refused, SvcError, Unavailable
-from svc.nursery._events import (
-    EVENT_TYPES,
-    PROTOCOL_VERSION,
-    ActorView,
-    AnyEvent,
-    ExecutionEvent,
-    RepositoryRef,
-)
-from svc.nursery._redact import redact
+from svc.nursery._events import PROTOCOL_VERSION, ActorView, ErrorCode, ExecutionEvent, RepositoryRef
+from svc.nursery._redact import redact, unredact
 from svc.nursery._store import (
-    _MOVES,
-    _STATE_OF,
+    STATE_OF,
     Execution,
     ExecutionStore,
     IllegalMove,
     Limits,
     check_execution_id,
+    next_state,
 )
 
 if TYPE_CHECKING:
@@ -45,7 +40,7 @@ _log = logging.getLogger("svc.executions")
 SILENCE_SECONDS = 30.0
 SHUTDOWN_GRACE = 1.0
 CancelOutcome = Literal["requested", "already_requested", "already_finished"]
-_event_list = msgspec.json.Decoder(list[AnyEvent])
+_ERROR_CODES = frozenset(get_args(ErrorCode))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +91,7 @@ class _StoreReporter:
     ) -> None:
         self._publish(
             "execution.diagnostic",
-            {
-                "severity": severity,
-                "code": code,
-                "summary": summary,
-                "detail": detail,
-                "suggestion": suggestion,
-            },
+            {"severity": severity, "code": code, "summary": summary, "detail": detail, "suggestion": suggestion},
         )
 
 
@@ -113,7 +102,8 @@ class Engine:
         self.executor = executor
         self.store = ExecutionStore(limits)
         self.limits = self.store.limits
-        self._slots = trio.Semaphore(self.limits.max_running)
+        self._line: deque[Execution] = deque()
+        self._running = 0
         self.stopping = False
         self.live_channels = 0
 
@@ -129,8 +119,13 @@ class Engine:
         registry = self.executor.runtime.registry
         return redact(value, registry.input_schema(cap), registry.schemas.components)
 
+    def check_executable(self, cap: Capability) -> None:
+        """Raise `Refused` unless `cap` can run as an execution."""
+        if cap.handler is None or cap.kind == "resource" or cap.stability in ("planned", "unsupported"):
+            raise Refused(f"{cap.id} is not executable")
+
     def start(self, cap: Capability, params: msgspec.Struct, *, actor: Actor) -> Execution:
-        """Queue an execution of `cap` and answer at once; it runs when a worker slot frees.
+        """Queue an execution of `cap` and answer at once (state `queued`); it runs when a slot frees.
 
         Raises:
             Unavailable: the server is stopping, or the store is full of unfinished executions.
@@ -138,8 +133,7 @@ class Engine:
         """
         if self.stopping:
             raise Unavailable("the server is stopping; it takes no new execution")
-        if cap.handler is None or cap.kind == "resource" or cap.stability in ("planned", "unsupported"):
-            raise Refused(f"{cap.id} is not executable")
+        self.check_executable(cap)
         execution = self.store.create(
             execution_id=None,
             capability=cap.id,
@@ -150,16 +144,26 @@ class Engine:
             repository=self.repository_ref(),
         )
         execution.scope = trio.CancelScope()
+        self._line.append(execution)
         self.executor.supervisor.start_soon(self._run, execution, cap, params, actor, name=execution.id)
         return execution
+
+    def _dispatch(self) -> None:
+        """Give every free slot to the head of the line, in order (no checkpoint)."""
+        while self._line and self._running < self.limits.max_running and not self.stopping:
+            x = self._line.popleft()
+            if x.final:
+                continue
+            self._running += 1
+            self.store.publish(x, "execution.started", {})
+            x.turn.set()
 
     async def _run(self, x: Execution, cap: Capability, params: msgspec.Struct, actor: Actor) -> None:
         assert x.scope is not None
         with x.scope:
-            async with self._slots:
-                if x.final:
-                    return
-                self.store.publish(x, "execution.started", {})
+            try:
+                self._dispatch()
+                await x.turn.wait()
                 ctx = self.executor.context(actor, _StoreReporter(self.store, x))
                 try:
                     output = await self.executor.run_here(cap, params, ctx)
@@ -169,12 +173,21 @@ class Engine:
                     if x.cancel_requested and x.cancellable:
                         self._end(x, "execution.cancelled", {})
                     else:
-                        self._fail(x, exc.code, exc.message, exc.suggestion)
+                        code = exc.code if exc.code in _ERROR_CODES else "internal"
+                        self._fail(x, code, exc.message, exc.suggestion)
                 except Exception as exc:
                     _log.error("execution_id=%s capability %s failed", x.id, cap.id, exc_info=exc)
                     self._fail(x, "internal", "internal error", f"search the server log for execution_id={x.id}")
                 else:
                     self._end(x, "execution.completed", {"output": msgspec.to_builtins(output)})
+            finally:
+                if x.turn.is_set():
+                    # The slot frees only once the execution has ended, so no `started` of the next one in
+                    # line is ever published while this one still reads as running.
+                    if not x.final:
+                        self._end(x, "execution.cancelled", {})
+                    self._running -= 1
+                    self._dispatch()
         if not x.final:
             self._end(x, "execution.cancelled", {})
 
@@ -185,7 +198,7 @@ class Engine:
     def _end(self, x: Execution, kind: str, data: dict[str, Any]) -> None:
         try:
             self.store.publish(x, kind, data)
-        except IllegalMove as exc:
+        except (IllegalMove, InvalidInput) as exc:
             _log.warning("execution_id=%s: %s", x.id, exc)
 
     # -- cancelling -------------------------------------------------------------------------------------
@@ -207,12 +220,12 @@ class Engine:
             return "requested", x
         if x.state == "queued":
             self._end(x, "execution.cancelled", {})
-            if x.scope is not None:
-                x.scope.cancel()
         elif x.cancellable:
-            self.store.publish(x, "execution.cancelling", {"by": by})
-            if x.scope is not None:
-                x.scope.cancel()
+            self._end(x, "execution.cancelling", {"by": by})
+        else:
+            return "requested", x
+        if x.scope is not None:
+            x.scope.cancel()
         return "requested", x
 
     def close_channels(self, reason: str) -> None:
@@ -224,20 +237,20 @@ class Engine:
     async def shutdown(self) -> None:
         """Refuse new starts, cancel every active execution (`by: server`), force stragglers after 1 s."""
         self.stopping = True
-        for x in self.store.active():
-            if x.mirror:
-                continue
+        own = [x for x in self.store.active() if not x.mirror]
+        for x in own:
             x.cancel_requested = True
-            if x.state == "running":
+            if x.state == "queued":
+                self._end(x, "execution.cancelled", {})
+            elif x.state == "running":
                 self._end(x, "execution.cancelling", {"by": "server"})
             if x.scope is not None:
                 x.scope.cancel()
         with trio.move_on_after(SHUTDOWN_GRACE, shield=True):
-            for x in self.store.active():
-                if not x.mirror:
-                    await x.done.wait()
-        for x in self.store.active():
-            if x.state in ("queued", "cancelling"):
+            for x in own:
+                await x.done.wait()
+        for x in own:
+            if not x.final:
                 self._end(x, "execution.cancelled", {})
 
     # -- reports from other processes -------------------------------------------------------------------
@@ -250,10 +263,13 @@ class Engine:
         title: str,
         pid: int,
         input: Any,
-        cancellable: bool,
         events: list[ExecutionEvent],
     ) -> ReportResult:
         """Apply a reporter's batch to its mirror (creating it on first report), each event once, in order.
+
+        The reporter numbers events in its own dense sequence; `through` is how far the mirror holds it.
+        Events at or below `through` are skipped (a re-sent batch applies nothing twice); a batch that
+        does not continue at `through + 1` is a gap and applies nothing.
 
         Raises:
             InvalidInput: the batch is malformed (nothing applied).
@@ -265,29 +281,46 @@ class Engine:
         check_execution_id(execution_id)
         if pid <= 0:
             raise InvalidInput("pid must be a positive process id")
-        self._check_batch(execution_id, events)
+        cleaned = self._check_batch(execution_id, events)
         x = self.store.find(execution_id)
         if x is None:
-            x = self._mirror(execution_id, cap, title, pid, input, cancellable)
+            x = self._mirror(execution_id, cap, title, pid, input)
         elif not x.mirror:
             raise Refused(f"execution {execution_id} was started by this server; it cannot be reported")
         elif x.pid != pid:
             raise Refused(f"execution {execution_id} belongs to pid {x.pid}")
-        fresh = [e for e in events if e.sequence > x.last_sequence]
-        if fresh and x.final and x.error is not None and x.error.code == "unavailable":
+        fresh = [(e, data) for e, data in zip(events, cleaned, strict=True) if e.sequence > x.through]
+        if fresh and x.final and x.error is not None and x.error.code == "unavailable" and x.last_sequence > x.through:
             raise Refused(f"execution {execution_id} ended on this server as unavailable")
-        if fresh and fresh[0].sequence != x.last_sequence + 1:
-            return ReportResult(applied=0, through=x.last_sequence, cancel_requested=x.cancel_requested, execution=x)
-        self._simulate(x, fresh)
-        for event in fresh:
-            data = event.data if isinstance(event.data, dict) else {}
-            self.store.publish(x, event.type, data, sequence=event.sequence, timestamp=event.timestamp)
+        if fresh and fresh[0][0].sequence != x.through + 1:
+            return ReportResult(applied=0, through=x.through, cancel_requested=x.cancel_requested, execution=x)
+        state, sequence = x.state, x.last_sequence
+        for event, _ in fresh:
+            try:
+                after = next_state(x.id, state, sequence, event.type)
+            except IllegalMove as exc:
+                raise Refused(str(exc)) from None
+            if after == state and event.type in STATE_OF:
+                raise Refused(f"event {event.sequence} ({event.type}) repeats the state {state}")
+            state, sequence = after, sequence + 1
+        for event, data in fresh:
+            self.store.publish(
+                x,
+                event.type,
+                self.store.created_data(x) if event.type == "execution.created" else data,
+                timestamp=event.timestamp,
+            )
+            x.through = x.last_sequence
         x.deadline = trio.current_time() + SILENCE_SECONDS
-        return ReportResult(
-            applied=len(fresh), through=x.last_sequence, cancel_requested=x.cancel_requested, execution=x
-        )
+        return ReportResult(applied=len(fresh), through=x.through, cancel_requested=x.cancel_requested, execution=x)
 
-    def _check_batch(self, execution_id: str, events: list[ExecutionEvent]) -> None:
+    def _check_batch(self, execution_id: str, events: list[ExecutionEvent]) -> list[Any]:
+        """The data of each event, cleaned; every envelope checked first.
+
+        Raises:
+            InvalidInput: an envelope or data does not hold (the first problem, with its index).
+        """
+        cleaned: list[Any] = []
         for index, event in enumerate(events):
             where = f"events[{index}]"
             if event.execution_id != execution_id:
@@ -296,24 +329,26 @@ class Engine:
                 raise InvalidInput(f"{where}.schema_version must be {PROTOCOL_VERSION!r}")
             if event.event_id != f"{execution_id}#{event.sequence}":
                 raise InvalidInput(f"{where}.event_id must be {execution_id}#{event.sequence}")
-            if event.type not in EVENT_TYPES:
-                raise InvalidInput(f"{where}.type {event.type!r} is not an execution event type")
             if index and event.sequence != events[index - 1].sequence + 1:
                 raise InvalidInput(f"{where}.sequence is not dense (after {events[index - 1].sequence})")
-        try:
-            _event_list.decode(msgspec.json.encode(events))
-        except msgspec.ValidationError as exc:
-            raise InvalidInput(f"an event's data does not fit its type: {exc}") from None
+            if event.sequence < 1:
+                raise InvalidInput(f"{where}.sequence must be 1 or more")
+            try:
+                cleaned.append(self.store.clean(event.type, event.data))
+            except InvalidInput as exc:
+                raise InvalidInput(f"{where}: {exc.message}") from None
+        return cleaned
 
-    def _mirror(
-        self, execution_id: str, cap: Capability, title: str, pid: int, raw: Any, cancellable: bool
-    ) -> Execution:
-        params = self.executor.decode_value(cap, raw)
+    def _mirror(self, execution_id: str, cap: Capability, title: str, pid: int, raw: Any) -> Execution:
+        registry = self.executor.runtime.registry
+        schema, components = registry.input_schema(cap), registry.schemas.components
+        self.check_executable(cap)
+        params = self.executor.decode_value(cap, unredact(raw, schema, components))
         x = self.store.create(
             execution_id=execution_id,
             capability=cap.id,
             title=title,
-            input=self.redacted(cap, msgspec.to_builtins(params)),
+            input=redact(msgspec.to_builtins(params), schema, components),
             cancellable=cap.cancellable,
             actor=ActorView(kind="cli", pid=pid),
             repository=self.repository_ref(),
@@ -323,24 +358,6 @@ class Engine:
         x.deadline = trio.current_time() + SILENCE_SECONDS
         self.executor.supervisor.start_soon(self._watch_silence, x, name=f"silence {execution_id}")
         return x
-
-    def _simulate(self, x: Execution, events: list[ExecutionEvent]) -> None:
-        state, final = x.state, x.final
-        for event in events:
-            target = _STATE_OF.get(event.type)
-            if final:
-                raise Refused(f"execution {x.id} is {state}; it never moves again")
-            if target is None:
-                if event.type not in ("execution.created", "execution.queued") and state not in (
-                    "running",
-                    "cancelling",
-                ):
-                    raise Refused(f"{event.type} while execution {x.id} is {state}")
-                continue
-            if target != state and target not in _MOVES[state]:
-                raise Refused(f"execution {x.id} cannot move from {state} to {target}")
-            state = target
-            final = state in ("succeeded", "failed", "cancelled")
 
     async def _watch_silence(self, x: Execution) -> None:
         while not x.final:

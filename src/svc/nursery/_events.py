@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 __all__ = [
+    "DATA_TYPES",
     "EVENT_TYPES",
     "PROTOCOL_VERSION",
     "STREAM_TYPES",
@@ -297,6 +298,12 @@ AnyEvent = (
     | Failed
 )
 
+#: The Struct of each event type's `data`, read from the variants.
+DATA_TYPES: dict[str, Any] = {
+    member.__struct_config__.tag: next(f.type for f in msgspec.structs.fields(member) if f.name == "data")
+    for member in AnyEvent.__args__
+}
+
 
 # Control messages of the live channel.
 class _Stream(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -347,34 +354,50 @@ class StreamClosing(_Stream, frozen=True, tag="stream.closing"):
 AnyStream = StreamReady | StreamLagged | StreamClosing
 
 
+def _one_of(tp: Any) -> dict[str, Any]:
+    """The JSON Schema of a tagged union, as `oneOf` with each member's tag a `const`.
+
+    msgspec writes a tagged union as `anyOf` plus a discriminator; the members are mutually exclusive (each
+    has its own tag), so `oneOf` says the same more precisely, and `const` names the one tag of a member.
+    """
+    schema: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(msgspec.json.schema(tp)))
+    schema["oneOf"] = schema.pop("anyOf")
+    for member in schema["oneOf"]:
+        tag = schema["$defs"][member["$ref"].rsplit("/", 1)[-1]]["properties"]["type"]
+        (only,) = tag.pop("enum")
+        tag["const"] = only
+    return schema
+
+
 @functools.cache
 def event_schema() -> dict[str, Any]:
-    """The JSON Schema of execution events (a discriminated union on `type`; shared, do not mutate)."""
-    schema: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(msgspec.json.schema(AnyEvent)))
-    return schema
+    """The JSON Schema of execution events (`oneOf` on `type`; shared, do not mutate)."""
+    return _one_of(AnyEvent)
 
 
 @functools.cache
 def stream_schema() -> dict[str, Any]:
-    """The JSON Schema of the live channel's control messages."""
-    schema: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(msgspec.json.schema(AnyStream)))
-    return schema
+    """The JSON Schema of the live channel's control messages (`oneOf` on `type`)."""
+    return _one_of(AnyStream)
 
 
 def _types(schema: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(schema["discriminator"]["mapping"])
+    defs = schema["$defs"]
+    return tuple(defs[m["$ref"].rsplit("/", 1)[-1]]["properties"]["type"]["const"] for m in schema["oneOf"])
 
 
 EVENT_TYPES: tuple[str, ...] = _types(event_schema())
 STREAM_TYPES: tuple[str, ...] = _types(stream_schema())
 TERMINAL_TYPES = frozenset({"execution.completed", "execution.failed", "execution.cancelled"})
 
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# CSI (ESC [ or the one-byte C1 CSI U+009B) and OSC (ESC ] or U+009D, ended by BEL, ST or U+009C).
+_ESCAPES = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)")
+# C0 controls but TAB, DEL, and the C1 controls.
+_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
 def sanitize(text: str, limit: int) -> str:
-    """Strip CSI/OSC escapes, replace control characters (not TAB) by a space, cut to `limit` with `…`."""
+    """Strip CSI/OSC escapes, replace control characters (C0 but TAB, DEL, C1) by a space, cut to `limit` with `…`."""
     text = _CONTROLS.sub(" ", _ESCAPES.sub("", text))
     if len(text) > limit:
         return text[: limit - 1] + "…"

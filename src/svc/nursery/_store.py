@@ -9,8 +9,9 @@ events and register for live ones in one step, with no gap and no duplicate.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import re
 import secrets
-import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import trio
 
 from svc._errors import InvalidInput, NotFound, Unavailable
 from svc.nursery._events import (
+    DATA_TYPES,
     PROTOCOL_VERSION,
     TERMINAL_TYPES,
     ActorView,
@@ -30,13 +32,25 @@ from svc.nursery._events import (
     ExecutionLinks,
     ExecutionState,
     ExecutionView,
+    FailedData,
     ProgressView,
     RepositoryRef,
     StepView,
     sanitize,
 )
 
-__all__ = ["FINAL", "Execution", "ExecutionStore", "IllegalMove", "Limits", "Subscriber", "new_execution_id"]
+__all__ = [
+    "FINAL",
+    "STATE_OF",
+    "Execution",
+    "ExecutionStore",
+    "IllegalMove",
+    "Limits",
+    "Subscriber",
+    "check_execution_id",
+    "new_execution_id",
+    "next_state",
+]
 
 FINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 _MOVES: dict[str, frozenset[str]] = {
@@ -44,15 +58,60 @@ _MOVES: dict[str, frozenset[str]] = {
     "running": frozenset({"succeeded", "failed", "cancelling"}),
     "cancelling": frozenset({"cancelled", "succeeded", "failed"}),
 }
-_STATE_OF: dict[str, ExecutionState] = {
+STATE_OF: dict[str, ExecutionState] = {
     "execution.started": "running",
     "execution.cancelling": "cancelling",
     "execution.cancelled": "cancelled",
     "execution.completed": "succeeded",
     "execution.failed": "failed",
 }
-_ID_CHARS = "0123456789abcdef"
+# Events that move no state, and the states in which each may be published.
+_WHILE: dict[str, frozenset[str]] = {
+    "execution.created": frozenset({"queued"}),
+    "execution.queued": frozenset({"queued"}),
+    "execution.progress": frozenset({"running", "cancelling"}),
+    "execution.step.started": frozenset({"running", "cancelling"}),
+    "execution.step.completed": frozenset({"running", "cancelling"}),
+    "execution.log": frozenset({"running", "cancelling"}),
+    "execution.diagnostic": frozenset({"running", "cancelling"}),
+}
+# The text fields of each event's data that are sanitised (a failure's error is sanitised on its own).
+_TEXTS: dict[str, tuple[str, ...]] = {
+    "execution.created": ("capability", "title"),
+    "execution.progress": ("message",),
+    "execution.step.started": ("name", "title"),
+    "execution.step.completed": ("name", "detail"),
+    "execution.log": ("message",),
+    "execution.diagnostic": ("code", "summary", "detail", "suggestion"),
+}
+_ID = re.compile(r"x-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}")
 _encoder = msgspec.json.Encoder()
+_event_decoder = msgspec.json.Decoder(ExecutionEvent)
+
+
+def next_state(execution_id: str, state: ExecutionState, sequence: int, event_type: str) -> ExecutionState:
+    """The state after publishing `event_type` as event `sequence + 1` of an execution in `state`.
+
+    A same-state repeat (`started` while running, ...) is no move and answers `state`.
+
+    Raises:
+        IllegalMove: the event would move the execution along an edge the state machine does not list.
+    """
+    if state in FINAL:
+        raise IllegalMove(f"execution {execution_id} is {state}; it never moves again")
+    target = STATE_OF.get(event_type)
+    if target is None:
+        allowed = _WHILE.get(event_type)
+        if allowed is None:
+            raise IllegalMove(f"{event_type!r} is not an execution event type")
+        if event_type == "execution.created" and sequence != 0:
+            raise IllegalMove(f"execution {execution_id} was already created")
+        if state not in allowed or (event_type != "execution.created" and sequence == 0):
+            raise IllegalMove(f"{event_type} while execution {execution_id} is {state}")
+        return state
+    if target != state and target not in _MOVES[state]:
+        raise IllegalMove(f"execution {execution_id} cannot move from {state} to {target}")
+    return target
 
 
 def _now() -> str:
@@ -70,19 +129,7 @@ def check_execution_id(value: str) -> str:
     Raises:
         InvalidInput: anything but `x-YYYYMMDDTHHMMSSZ-<8 lowercase hex>`.
     """
-    parts = value.split("-")
-    ok = (
-        len(value) == 27
-        and len(parts) == 3
-        and parts[0] == "x"
-        and len(parts[1]) == 16
-        and parts[1][8] == "T"
-        and parts[1][15] == "Z"
-        and (parts[1][:8] + parts[1][9:15]).isdigit()
-        and len(parts[2]) == 8
-        and all(c in _ID_CHARS for c in parts[2])
-    )
-    if not ok:
+    if _ID.fullmatch(value) is None:
         raise InvalidInput(f"{value!r} is not an execution id (x-YYYYMMDDTHHMMSSZ-<8 hex>)")
     return value
 
@@ -108,7 +155,12 @@ class Limits:
 
 
 class Subscriber:
-    """One live-channel connection: its own bounded queue of frames and its dropped count."""
+    """One live-channel connection: its own bounded queue of frames and its dropped count.
+
+    `offer` never blocks: a frame that does not fit (the queue is full, or the frame is over the size
+    bound) is counted as dropped for this subscriber only, and `stream.lagged {dropped}` is queued ahead of
+    the next frame that fits.
+    """
 
     def __init__(self, executions: frozenset[str] | None, capacity: int, max_frame: int) -> None:
         self.executions = executions
@@ -121,17 +173,14 @@ class Subscriber:
         self._wakeup = trio.Event()
 
     def offer(self, execution_id: str, sequence: int, frame: str) -> None:
-        """Queue a live frame without blocking; overflow counts as dropped for this subscriber only."""
+        """Queue a live frame without blocking; skip what was already replayed (`marks`)."""
         if sequence <= self.marks.get(execution_id, 0):
             return
         if len(frame) > self.max_frame or len(self.frames) >= self.capacity:
             self.dropped += 1
         else:
             if self.dropped:
-                self.frames.append(
-                    _encoder.encode({"type": "stream.lagged", "data": {"dropped": self.dropped}}).decode()
-                )
-                self.dropped = 0
+                self._lagged()
             self.frames.append(frame)
         self._wakeup.set()
 
@@ -144,25 +193,34 @@ class Subscriber:
         self.closing = reason
         self._wakeup.set()
 
-    async def next_frames(self) -> list[str]:
-        """Wait for frames (or closing) and take every queued one."""
-        while not self.frames and self.closing is None:
-            if self.dropped:
-                self.frames.append(
-                    _encoder.encode({"type": "stream.lagged", "data": {"dropped": self.dropped}}).decode()
-                )
-                self.dropped = 0
-                break
-            await self._wakeup.wait()
-            self._wakeup = trio.Event()
+    def take(self) -> list[str]:
+        """Every queued frame (a pending `stream.lagged` first when nothing else is queued), without waiting."""
+        if not self.frames and self.dropped:
+            self._lagged()
         taken = list(self.frames)
         self.frames.clear()
         return taken
 
+    async def wait(self) -> None:
+        """Wait until there is something to take (or the connection is asked to close)."""
+        while not self.frames and not self.dropped and self.closing is None:
+            await self._wakeup.wait()
+            self._wakeup = trio.Event()
+
+    async def next_frames(self) -> list[str]:
+        """Wait for frames (or closing) and take every queued one."""
+        await self.wait()
+        return self.take()
+
 
 @dataclass(slots=True, eq=False)
 class Execution:
-    """One execution's record (mutable; only the store changes it)."""
+    """One execution's record (mutable; only the store changes it).
+
+    `events` holds the encoded frames of the retained events, oldest first; sequences are dense, so the
+    first retained one is `last_sequence - len(events) + 1`. For a mirror (an execution reported by another
+    process), `through` is the reporter's sequence applied up to.
+    """
 
     id: str
     capability: str
@@ -175,28 +233,34 @@ class Execution:
     state: ExecutionState = "queued"
     started_at: str | None = None
     finished_at: str | None = None
-    started_mono: float | None = None
     duration_ms: int | None = None
     output: Any = None
     error: ExecutionError | None = None
     progress: ProgressView | None = None
     steps: list[StepView] = field(default_factory=list)
     diagnostics: list[ExecutionDiagnostic] = field(default_factory=list)
-    events: deque[tuple[int, str, ExecutionEvent]] = field(default_factory=deque)
+    events: deque[str] = field(default_factory=deque)
     last_sequence: int = 0
     event_count: int = 0
     truncated: bool = False
     cancel_requested: bool = False
     scope: trio.CancelScope | None = None
+    turn: trio.Event = field(default_factory=trio.Event)
     done: trio.Event = field(default_factory=trio.Event)
     pid: int | None = None
     mirror: bool = False
+    through: int = 0
     deadline: float = 0.0
 
     @property
     def final(self) -> bool:
         """Whether the execution reached a final state."""
         return self.state in FINAL
+
+    @property
+    def first_sequence(self) -> int:
+        """The sequence of the oldest retained event (`last_sequence + 1` when none is retained)."""
+        return self.last_sequence - len(self.events) + 1
 
 
 class ExecutionStore:
@@ -247,7 +311,8 @@ class ExecutionStore:
     ) -> Execution:
         """Remember a new execution in state `queued`, evicting the oldest finished one at the bound.
 
-        With `publish`, `execution.created` and `execution.queued` are published at once.
+        `input` must already be redacted. With `publish`, `execution.created` and `execution.queued` are
+        published at once (no checkpoint between them).
 
         Raises:
             Unavailable: the store is full of unfinished executions.
@@ -260,7 +325,7 @@ class ExecutionStore:
         execution = Execution(
             id=execution_id or new_execution_id(),
             capability=capability,
-            title=title,
+            title=sanitize(title, self.limits.max_log_chars),
             input=input,
             cancellable=cancellable,
             actor=actor,
@@ -269,117 +334,129 @@ class ExecutionStore:
         )
         self._executions[execution.id] = execution
         if publish:
-            ahead = sum(1 for x in self._executions.values() if x.state == "queued") - 1
-            self.publish(execution, "execution.created", {"capability": capability, "title": title, "input": input})
+            ahead = sum(1 for x in self._executions.values() if x.state == "queued" and not x.mirror) - 1
+            self.publish(execution, "execution.created", self.created_data(execution))
             self.publish(execution, "execution.queued", {"ahead": ahead})
         return execution
 
-    def check_move(self, execution: Execution, event_type: str) -> None:
-        """Raise `IllegalMove` when `event_type` would move `execution` along an unlisted edge."""
-        target = _STATE_OF.get(event_type)
-        if execution.final:
-            raise IllegalMove(f"execution {execution.id} is {execution.state}; it never moves again")
-        if event_type in ("execution.created", "execution.queued"):
-            if execution.last_sequence > 1 and event_type == "execution.created":
-                raise IllegalMove(f"execution {execution.id} was already created")
-            return
-        if target is None:
-            if execution.state not in ("running", "cancelling"):
-                raise IllegalMove(f"{event_type} while execution {execution.id} is {execution.state}")
-            return
-        if target != execution.state and target not in _MOVES[execution.state]:
-            raise IllegalMove(f"execution {execution.id} cannot move from {execution.state} to {target}")
+    @staticmethod
+    def created_data(x: Execution) -> dict[str, Any]:
+        """The data of `execution.created`: what will run, with the record's (redacted) input."""
+        return {"capability": x.capability, "title": x.title, "input": x.input}
+
+    def check_move(self, x: Execution, event_type: str) -> ExecutionState:
+        """The state `event_type` would move `x` to.
+
+        Raises:
+            IllegalMove: the move is not listed.
+        """
+        return next_state(x.id, x.state, x.last_sequence, event_type)
+
+    def clean(self, event_type: str, data: Any) -> msgspec.Struct:
+        """`data` as its type's Struct, every text sanitised and cut to `max_log_chars`.
+
+        Raises:
+            InvalidInput: `data` does not fit `event_type`.
+        """
+        kind = DATA_TYPES.get(event_type)
+        if kind is None:
+            raise InvalidInput(f"{event_type!r} is not an execution event type")
+        try:
+            value: msgspec.Struct = msgspec.convert(data if data is not None else {}, kind)
+        except msgspec.ValidationError as exc:
+            raise InvalidInput(f"the data of {event_type} does not fit its type: {exc}") from None
+        limit = self.limits.max_log_chars
+        if isinstance(value, FailedData):
+            error = value.error
+            return FailedData(
+                error=msgspec.structs.replace(
+                    error,
+                    message=sanitize(error.message, limit),
+                    suggestion=sanitize(error.suggestion, limit) if error.suggestion is not None else None,
+                )
+            )
+        texts = {
+            name: sanitize(text, limit)
+            for name in _TEXTS.get(event_type, ())
+            if isinstance(text := getattr(value, name), str)
+        }
+        return msgspec.structs.replace(value, **texts) if texts else value
 
     def publish(
         self,
-        execution: Execution,
+        x: Execution,
         event_type: str,
-        data: dict[str, Any],
+        data: Any,
         *,
-        sequence: int | None = None,
         timestamp: str | None = None,
-    ) -> ExecutionEvent:
-        """Apply one event to `execution` and publish it (no checkpoint).
+    ) -> ExecutionEvent | None:
+        """Apply one event to `x` as its next sequence and publish it (no checkpoint).
+
+        A same-state repeat (`started` while running) publishes nothing and answers None.
 
         Raises:
             IllegalMove: the move is not listed; nothing changes.
+            InvalidInput: `data` does not fit `event_type`; nothing changes.
         """
-        self.check_move(execution, event_type)
-        target = _STATE_OF.get(event_type)
-        if target is not None and target == execution.state:
-            return self._last_event(execution)
-        data = self._apply(execution, event_type, data, timestamp)
-        seq = execution.last_sequence + 1 if sequence is None else sequence
+        target = self.check_move(x, event_type)
+        if event_type in STATE_OF and target == x.state:
+            return None
+        clean = self.clean(event_type, data)
+        now = timestamp or _now()
+        self._apply(x, event_type, clean, now)
+        seq = x.last_sequence + 1
         event = ExecutionEvent(
             schema_version=PROTOCOL_VERSION,
-            event_id=f"{execution.id}#{seq}",
-            execution_id=execution.id,
+            event_id=f"{x.id}#{seq}",
+            execution_id=x.id,
             sequence=seq,
-            timestamp=timestamp or _now(),
+            timestamp=now,
             type=event_type,
-            data=data,
+            data=clean,
         )
         frame = _encoder.encode(event).decode()
-        execution.last_sequence = seq
-        execution.event_count += 1
-        execution.events.append((seq, frame, event))
-        if len(execution.events) > self.limits.max_events:
-            execution.events.popleft()
-            execution.truncated = True
+        x.last_sequence = seq
+        x.event_count += 1
+        x.events.append(frame)
+        if len(x.events) > self.limits.max_events:
+            x.events.popleft()
+            x.truncated = True
         for subscriber in self.subscribers:
-            if subscriber.executions is None or execution.id in subscriber.executions:
-                subscriber.offer(execution.id, seq, frame)
+            if subscriber.executions is None or x.id in subscriber.executions:
+                subscriber.offer(x.id, seq, frame)
         if event_type in TERMINAL_TYPES:
-            execution.done.set()
+            x.done.set()
         return event
 
-    def _last_event(self, execution: Execution) -> ExecutionEvent:
-        return execution.events[-1][2]
-
-    def _apply(self, x: Execution, kind: str, data: dict[str, Any], timestamp: str | None) -> dict[str, Any]:
-        limit = self.limits.max_log_chars
-        now = timestamp or _now()
+    def _apply(self, x: Execution, kind: str, data: Any, now: str) -> None:
         if kind == "execution.started":
-            x.state, x.started_at, x.started_mono = "running", now, time.monotonic()
+            x.state, x.started_at = "running", now
         elif kind == "execution.progress":
-            message = data.get("message")
-            data = {**data, "message": sanitize(message, limit) if isinstance(message, str) else None}
-            x.progress = msgspec.convert(data, ProgressView)
+            x.progress = data
         elif kind == "execution.step.started":
-            data = {"name": sanitize(str(data["name"]), limit), "title": sanitize(str(data["title"]), limit)}
-            x.steps.append(StepView(name=data["name"], title=data["title"], state="running", started_at=now))
+            x.steps.append(StepView(name=data.name, title=data.title, state="running", started_at=now))
         elif kind == "execution.step.completed":
-            detail = data.get("detail")
-            data = {
-                "name": data["name"],
-                "ok": bool(data["ok"]),
-                "detail": sanitize(detail, limit) if detail else None,
-            }
             for step in reversed(x.steps):
-                if step.name == data["name"] and step.state == "running":
-                    step.state = "completed" if data["ok"] else "failed"
-                    step.finished_at, step.detail = now, data["detail"]
+                if step.name == data.name and step.state == "running":
+                    step.state = "completed" if data.ok else "failed"
+                    step.finished_at, step.detail = now, data.detail
                     break
-        elif kind == "execution.log":
-            data = {"stream": data["stream"], "message": sanitize(str(data["message"]), limit)}
         elif kind == "execution.diagnostic":
-            data = {k: sanitize(v, limit) if isinstance(v, str) and k != "severity" else v for k, v in data.items()}
             if len(x.diagnostics) < self.limits.max_diagnostics:
-                x.diagnostics.append(msgspec.convert(data, ExecutionDiagnostic))
+                x.diagnostics.append(data)
         elif kind == "execution.cancelling":
             x.state = "cancelling"
         elif kind in TERMINAL_TYPES:
             self._finish(x, kind, data, now)
-        return data
 
-    def _finish(self, x: Execution, kind: str, data: dict[str, Any], now: str) -> None:
+    def _finish(self, x: Execution, kind: str, data: Any, now: str) -> None:
         x.finished_at = now
-        if x.started_mono is not None:
-            x.duration_ms = int((time.monotonic() - x.started_mono) * 1000)
+        if x.started_at is not None:
+            x.duration_ms = max(0, _millis(now) - _millis(x.started_at))
         if kind == "execution.completed":
-            x.state, x.output = "succeeded", data.get("output")
+            x.state, x.output = "succeeded", data.output
         elif kind == "execution.failed":
-            x.state, x.error = "failed", msgspec.convert(data["error"], ExecutionError)
+            x.state, x.error = "failed", data.error
         else:
             x.state = "cancelled"
             if x.error is None:
@@ -421,31 +498,53 @@ class ExecutionStore:
             ),
         )
 
-    def retained(self, x: Execution, after: int) -> list[tuple[int, str, ExecutionEvent]]:
-        """Retained events with a sequence above `after`, oldest first."""
-        return [entry for entry in x.events if entry[0] > after]
+    def frames(self, x: Execution, after: int = 0) -> list[str]:
+        """The encoded retained events with a sequence above `after`, oldest first."""
+        skip = max(0, after - x.first_sequence + 1)
+        return list(itertools.islice(x.events, skip, None))
 
-    def subscribe(self, executions: frozenset[str] | None, after: int = 0) -> tuple[Subscriber, list[str], bool]:
+    def events(self, x: Execution, after: int = 0, limit: int | None = None) -> list[ExecutionEvent]:
+        """The retained events with a sequence above `after` (at most `limit`), oldest first, decoded."""
+        frames = self.frames(x, after)
+        return [_event_decoder.decode(frame) for frame in frames[:limit]]
+
+    def subscribe(
+        self, executions: frozenset[str] | None, after: int = 0, *, capacity: int | None = None
+    ) -> tuple[Subscriber, list[str], bool]:
         """Register a live subscriber and take its replay in the same step (no gap, no duplicate).
 
         With exactly one execution, its retained events above `after` are replayed (the newest
-        `max_replay`). Returns the subscriber, the replay frames, and whether older events were left out.
+        `max_replay`); an event over the frame bound is left out of the replay and counted as dropped, so
+        the subscriber's first frame after it is `stream.lagged`. Returns the subscriber, the replay frames,
+        and whether older events above `after` were left out (by the store bound or by `max_replay`).
+        `capacity` replaces `max_subscriber_queue` (and lifts the frame bound and `max_replay`) for an
+        in-process subscriber that must see every event, such as the reporter of `svc run`.
         """
         limits = self.limits
-        subscriber = Subscriber(executions, limits.max_subscriber_queue, limits.max_frame_bytes)
+        if capacity is None:
+            subscriber = Subscriber(executions, limits.max_subscriber_queue, limits.max_frame_bytes)
+            max_replay = limits.max_replay
+        else:
+            subscriber = Subscriber(executions, capacity, capacity)
+            max_replay = capacity
         replay: list[str] = []
         truncated = False
         if executions is not None and len(executions) == 1:
             (only,) = executions
             x = self._executions[only]
-            entries = self.retained(x, after)
-            truncated = len(entries) > limits.max_replay or (x.truncated and (not entries or entries[0][0] > after + 1))
-            entries = entries[-limits.max_replay :]
-            replay = [frame for _, frame, _ in entries]
-            subscriber.marks[only] = entries[-1][0] if entries else max(after, x.last_sequence if not entries else 0)
+            frames = self.frames(x, after)
+            truncated = x.first_sequence > after + 1 or len(frames) > max_replay
+            frames = frames[-max_replay:]
+            replay = [frame for frame in frames if len(frame) <= subscriber.max_frame]
+            subscriber.dropped = len(frames) - len(replay)
+            subscriber.marks[only] = max(after, x.last_sequence)
         self.subscribers.add(subscriber)
         return subscriber, replay, truncated
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         """Forget a subscriber."""
         self.subscribers.discard(subscriber)
+
+
+def _millis(timestamp: str) -> int:
+    return int(dt.datetime.fromisoformat(timestamp).timestamp() * 1000)

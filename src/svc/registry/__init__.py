@@ -8,6 +8,7 @@ from __future__ import annotations
 from svc.registry._binding import decode_json as decode_json
 from svc.registry._binding import decode_text as decode_text
 from svc.registry._binding import decode_value as decode_value
+from svc.registry._binding import input_problems as input_problems
 from svc.registry._cache import ResultCache as ResultCache
 from svc.registry._cli_tree import INFRASTRUCTURE as INFRASTRUCTURE
 from svc.registry._cli_tree import CliCommand as CliCommand
@@ -110,6 +111,7 @@ __all__ = [
     "decode_value",
     "descriptor",
     "http_write_refusal",
+    "input_problems",
     "mcp_catalog",
     "openapi_json",
     "render_documents",

@@ -17,10 +17,14 @@ import msgspec
 from svc._errors import InvalidInput
 from svc.registry._declaration import Capability
 
-__all__ = ["decode_json", "decode_text", "decode_value", "text_kinds"]
+__all__ = ["decode_json", "decode_text", "decode_value", "input_problems", "text_kinds"]
 
 TextKind = Literal["integer", "number", "boolean", "text"]
 _INT = re.compile(r"^[+-]?[0-9]+$")
+_AT = re.compile(r"^(?P<what>.*) - at `(?P<path>\$[^`]*)`$", re.DOTALL)
+_TOP = re.compile(r"^\$\.(?P<key>[^.\[]+)")
+_MISSING = re.compile(r"^Object missing required field `(?P<key>[^`]+)`$")
+MAX_PROBLEMS = 5
 _NUMBER = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
 
 
@@ -76,6 +80,40 @@ def decode_value(cap: Capability, value: Any) -> msgspec.Struct:
         return msgspec.convert(value, cap.input)
     except msgspec.ValidationError as exc:
         raise InvalidInput(str(exc)) from exc
+
+
+def input_problems(cap: Capability, value: Any) -> list[str]:
+    """What is wrong with `value` as the input of `cap`: at most five problems, each prefixed by its path.
+
+    Validation stops at the first problem, so each further one is found by validating again without the
+    top-level field the last one was in; an empty list means the input is valid.
+    """
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        return [f"$: the input of {cap.id} must be an object, got {type(value).__name__}"]
+    rest = dict(value)
+    problems: list[str] = []
+    left_out: set[str] = set()
+    while len(problems) < MAX_PROBLEMS:
+        try:
+            msgspec.convert(rest, cap.input)
+        except msgspec.ValidationError as exc:
+            text = str(exc)
+        else:
+            break
+        missing = _MISSING.match(text)
+        if missing is not None and missing["key"] in left_out:
+            break  # the field left out is required: nothing more can be checked without it
+        found = _AT.match(text)
+        path, what = (found["path"], found["what"]) if found else ("$", text)
+        problems.append(f"{path}: {what}")
+        top = _TOP.match(path)
+        if top is None or top["key"] not in rest:
+            break
+        left_out.add(top["key"])
+        del rest[top["key"]]
+    return problems
 
 
 def decode_text(cap: Capability, items: Iterable[tuple[str, str]]) -> msgspec.Struct:
