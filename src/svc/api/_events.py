@@ -2,59 +2,158 @@
 
 The subscription is the URL: `execution=<id>` (repeatable) and `after=<seq>` (with exactly one execution).
 Refusals come before the handshake, as ErrorBody responses. The server never reads client data frames; it
-only watches for the disconnect. Each connection has its own bounded queue in the store, so a slow client
-never slows the others: it is told `stream.lagged` instead.
+only watches for the close. Each connection has its own bounded queue in the store, so a slow client never
+slows the others or the execution: it is told `stream.lagged` instead.
+
+A connection reaches the channel one of two ways, both served by `run_channel`:
+
+- `serve_stream` (the usual way): the upgrade was the first request of its connection, so the channel owns
+  the socket (`wsproto` for the protocol) and writes every frame queued since its last write in one
+  `send_all`, pinging a connection that was quiet for `heartbeat_seconds`;
+- `EventsChannel.__call__` (ASGI): an upgrade that hypercorn parsed, one `websocket.send` per frame.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from typing import Protocol
 from urllib.parse import parse_qsl
 
 import msgspec
 import trio
+from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
+from wsproto.events import (
+    AcceptConnection,
+    CloseConnection,
+    Ping,
+    Pong,
+    RejectConnection,
+    RejectData,
+    Request,
+    TextMessage,
+)
+from wsproto.utilities import RemoteProtocolError
 
 from svc._errors import InvalidInput, MethodNotAllowed, NotFound, SvcError, Unavailable
-from svc.api._http import Receive, Scope, Send, error_response, send_error
+from svc.api._http import Receive, Scope, Send, check_request, error_response, send_error
 from svc.nursery import PROTOCOL_VERSION, Engine, check_execution_id
 
-__all__ = ["EventsChannel"]
+__all__ = ["EventsChannel", "Subscription", "run_channel"]
 
+_log = logging.getLogger("svc.events")
 _encoder = msgspec.json.Encoder()
 _KEYS = frozenset({"execution", "after"})
+#: How long a closing connection waits for the client's close frame before it drops the socket.
+CLOSE_SECONDS = 1.0
+MAX_RECV = 2**16
 
 
-class _Subscription(msgspec.Struct, frozen=True):
+class Subscription(msgspec.Struct, frozen=True):
+    """What a connection follows: every execution (None) or those ids, and the replay cursor."""
+
     executions: frozenset[str] | None
     after: int
 
 
+class Transport(Protocol):
+    """How the channel writes to one connection."""
+
+    async def send(self, frames: list[str]) -> None:
+        """Send these frames, in order."""
+
+    async def ping(self) -> None:
+        """Send a ping frame (the connection was quiet)."""
+
+    async def close(self, code: int) -> None:
+        """Send the close frame."""
+
+
+async def run_channel(engine: Engine, subscription: Subscription, transport: Transport) -> None:
+    """Serve one connection: `stream.ready`, the replay, then live frames until closing.
+
+    Subscribing and taking the replay happen in one step (the store's), and every later frame comes from
+    the subscriber's own queue: no gap and no duplicate between history and live.
+    """
+    subscriber, replay, truncated = engine.store.subscribe(subscription.executions, subscription.after)
+    engine.live_channels += 1
+    heartbeat = engine.limits.heartbeat_seconds
+    try:
+        ready: dict[str, object] = {
+            "protocol_version": PROTOCOL_VERSION,
+            "scope": "all" if subscription.executions is None else "executions",
+            "replayed": len(replay),
+            "truncated": truncated,
+            "heartbeat_seconds": heartbeat,
+        }
+        if subscription.executions:
+            ready["executions"] = sorted(subscription.executions)
+        await transport.send([_encoder.encode({"type": "stream.ready", "data": ready}).decode(), *replay])
+        while True:
+            with trio.move_on_after(heartbeat) as quiet:
+                await subscriber.wait()
+            if quiet.cancelled_caught:
+                await transport.ping()
+                continue
+            frames = subscriber.take()
+            if frames:
+                await transport.send(frames)
+            if subscriber.closing is not None:
+                closing = {"type": "stream.closing", "data": {"reason": subscriber.closing}}
+                await transport.send([_encoder.encode(closing).decode()])
+                await transport.close(1001)
+                return
+    finally:
+        engine.store.unsubscribe(subscriber)
+        engine.live_channels -= 1
+
+
 class EventsChannel:
-    """The ASGI application of `/events`."""
+    """The live channel: the ASGI application of `/events`, and the server of upgraded sockets."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
+    def admit(self, target: str) -> Subscription:
+        """The subscription of a connection to `target` (path and query), if it may open now.
+
+        Raises:
+            SvcError: 404 unknown path or execution, 400 bad query, 503 stopping or `max_connections` open.
+        """
+        path, _, query = target.partition("?")
+        if path != "/events":
+            raise NotFound(f"no WebSocket at {path}; the live channel is /events")
+        subscription = self._parse(query)
+        if self.engine.stopping:
+            raise Unavailable("the server is stopping")
+        if self.engine.live_channels >= self.engine.limits.max_connections:
+            raise Unavailable(f"{self.engine.limits.max_connections} live channels are open; try again later")
+        return subscription
+
+    # -- ASGI -------------------------------------------------------------------------------------------
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["path"] != "/events":
-            await self._refuse(scope, send, NotFound(f"no route {scope['path']}; see / and /api/v1"))
+            await _refuse(scope, send, NotFound(f"no route {scope['path']}; see / and /api/v1"))
             return
         if scope["type"] == "http":
             await self._http(scope, send)
             return
         try:
-            subscription = self._parse(scope)
-            if self.engine.live_channels >= self.engine.limits.max_connections:
-                raise Unavailable(f"{self.engine.limits.max_connections} live channels are open; try again later")
-            if self.engine.stopping:
-                raise Unavailable("the server is stopping")
+            query = bytes(scope.get("query_string", b"")).decode("latin-1")
+            subscription = self.admit("/events" + (f"?{query}" if query else ""))
         except SvcError as exc:
-            await self._refuse(scope, send, exc)
+            await _refuse(scope, send, exc)
             return
         message = await receive()
         if message["type"] != "websocket.connect":
             return
         await send({"type": "websocket.accept"})
-        await self._serve(subscription, receive, send)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
+            await run_channel(self.engine, subscription, _AsgiTransport(send))
+            nursery.cancel_scope.cancel()
 
     async def _http(self, scope: Scope, send: Send) -> None:
         if scope["method"] != "GET":
@@ -73,18 +172,49 @@ class EventsChannel:
         await send({"type": "http.response.start", "status": 426, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    async def _refuse(self, scope: Scope, send: Send, exc: SvcError) -> None:
-        if scope["type"] == "http":
-            await send_error(send, exc)
-            return
-        status, headers, body = error_response(exc)
-        await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
-        await send({"type": "websocket.http.response.body", "body": body})
+    # -- an upgraded socket -----------------------------------------------------------------------------
 
-    def _parse(self, scope: Scope) -> _Subscription:
-        raw: bytes = scope.get("query_string", b"")
+    async def serve_stream(self, stream: trio.SocketStream, head: bytes) -> None:
+        """Serve a connection whose first request (`head`, already read) is a WebSocket upgrade of `/events`.
+
+        The checks of every request (loopback Host, same Origin) and the channel's own refusals answer
+        before the handshake with an ErrorBody, as over ASGI; so does an upgrade `wsproto` finds malformed.
+        """
+        ws = WSConnection(ConnectionType.SERVER)
         try:
-            items = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=bool(raw))
+            try:
+                ws.receive_data(head)
+                request = next(e for e in ws.events() if isinstance(e, Request))
+                headers = [(b"host", request.host.encode("latin-1")), *request.extra_headers]
+                check_request({"type": "websocket", "headers": [(k.lower(), v) for k, v in headers]})
+                subscription = self.admit(request.target)
+            except (RemoteProtocolError, StopIteration) as exc:
+                await _reject(stream, ws, InvalidInput(f"not a WebSocket upgrade of /events: {exc}"))
+                return
+            except SvcError as exc:
+                await _reject(stream, ws, exc)
+                return
+            await stream.send_all(ws.send(AcceptConnection()))
+            transport = _SocketTransport(stream, ws)
+            async with trio.open_nursery() as nursery:
+                channel = trio.CancelScope()
+                nursery.start_soon(transport.read, channel)
+                with channel, contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await run_channel(self.engine, subscription, transport)  # suppressed: the client went away
+                with trio.move_on_after(CLOSE_SECONDS):
+                    await transport.closed.wait()
+                nursery.cancel_scope.cancel()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client went away before the handshake was answered
+        finally:
+            with trio.move_on_after(CLOSE_SECONDS, shield=True):
+                await stream.aclose()
+
+    # -- the subscription -------------------------------------------------------------------------------
+
+    def _parse(self, query: str) -> Subscription:
+        try:
+            items = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query), errors="strict")
         except (UnicodeDecodeError, ValueError):
             raise InvalidInput("the query string cannot be read") from None
         executions: list[str] = []
@@ -96,7 +226,7 @@ class EventsChannel:
                 executions.append(check_execution_id(value))
             elif after is not None:
                 raise InvalidInput("parameter 'after' is given more than once")
-            elif not value.isdigit():
+            elif not value.isascii() or not value.isdigit():
                 raise InvalidInput(f"Expected `int` >= 0 - at `$.after`, got {value!r}")
             else:
                 after = int(value)
@@ -105,50 +235,99 @@ class EventsChannel:
         for execution_id in executions:
             if self.engine.store.find(execution_id) is None:
                 raise NotFound(f"no execution {execution_id}")
-        return _Subscription(executions=frozenset(executions) or None, after=after or 0)
+        return Subscription(executions=frozenset(executions) or None, after=after or 0)
 
-    async def _serve(self, subscription: _Subscription, receive: Receive, send: Send) -> None:
-        engine = self.engine
-        subscriber, replay, truncated = engine.store.subscribe(subscription.executions, subscription.after)
-        engine.live_channels += 1
-        try:
-            ready: dict[str, object] = {
-                "protocol_version": PROTOCOL_VERSION,
-                "scope": "all" if subscription.executions is None else "executions",
-                "replayed": len(replay),
-                "truncated": truncated,
-                "heartbeat_seconds": engine.limits.heartbeat_seconds,
-            }
-            if subscription.executions:
-                ready["executions"] = sorted(subscription.executions)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._watch_disconnect, receive, nursery.cancel_scope)
-                await send(
-                    {
-                        "type": "websocket.send",
-                        "text": _encoder.encode({"type": "stream.ready", "data": ready}).decode(),
-                    }
-                )
-                for frame in replay:
-                    if len(frame) <= engine.limits.max_frame_bytes:
-                        await send({"type": "websocket.send", "text": frame})
-                while True:
-                    for frame in await subscriber.next_frames():
-                        await send({"type": "websocket.send", "text": frame})
-                    if subscriber.closing is not None:
-                        closing = {"type": "stream.closing", "data": {"reason": subscriber.closing}}
-                        await send({"type": "websocket.send", "text": _encoder.encode(closing).decode()})
-                        await send({"type": "websocket.close", "code": 1001})
-                        nursery.cancel_scope.cancel()
-                        return
-        finally:
-            engine.store.unsubscribe(subscriber)
-            engine.live_channels -= 1
 
-    @staticmethod
-    async def _watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "websocket.disconnect":
-                scope.cancel()
+class _AsgiTransport:
+    """Frames as ASGI `websocket.send` messages (hypercorn pings on its own)."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+
+    async def send(self, frames: list[str]) -> None:
+        for frame in frames:
+            await self._send({"type": "websocket.send", "text": frame})
+
+    async def ping(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def close(self, code: int) -> None:
+        await self._send({"type": "websocket.close", "code": code})
+
+
+class _SocketTransport:
+    """Frames written straight to the socket: everything queued goes out in one write.
+
+    Writes are serialised by one lock and only made while the WebSocket is open, so the reader's pong
+    and close reply never interleave with a frame, and nothing follows a close.
+    """
+
+    def __init__(self, stream: trio.SocketStream, ws: WSConnection) -> None:
+        self._stream = stream
+        self._ws = ws
+        self._lock = trio.StrictFIFOLock()
+        self.closed = trio.Event()
+
+    async def _write(self, event: TextMessage | Ping | Pong | CloseConnection | list[TextMessage]) -> None:
+        async with self._lock:
+            ws = self._ws
+            if ws.state is not ConnectionState.OPEN:
                 return
+            data = b"".join([ws.send(e) for e in event]) if isinstance(event, list) else ws.send(event)
+            await self._stream.send_all(data)
+
+    async def send(self, frames: list[str]) -> None:
+        await self._write([TextMessage(data=frame) for frame in frames])
+
+    async def ping(self) -> None:
+        await self._write(Ping())
+
+    async def close(self, code: int) -> None:
+        await self._write(CloseConnection(code=code))
+
+    async def read(self, channel: trio.CancelScope) -> None:
+        """Answer pings and the client's close; end the channel when the client closes or goes away."""
+        try:
+            while True:
+                data = await self._stream.receive_some(MAX_RECV)
+                self._ws.receive_data(data or None)
+                for event in self._ws.events():
+                    if isinstance(event, Ping):
+                        await self._write(event.response())
+                    elif isinstance(event, CloseConnection):
+                        async with self._lock:
+                            if self._ws.state is ConnectionState.REMOTE_CLOSING:
+                                await self._stream.send_all(self._ws.send(event.response()))
+                        return
+                if not data:
+                    return
+        except (trio.BrokenResourceError, trio.ClosedResourceError, RemoteProtocolError):
+            return
+        finally:
+            self.closed.set()
+            channel.cancel()
+
+
+async def _reject(stream: trio.SocketStream, ws: WSConnection, exc: SvcError) -> None:
+    """Answer the upgrade with the ErrorBody of `exc` instead of the handshake."""
+    status, fields, body = error_response(exc)
+    fields = [*fields, (b"content-length", str(len(body)).encode())]
+    refusal = ws.send(RejectConnection(status_code=status, headers=fields, has_body=True))
+    await stream.send_all(refusal + ws.send(RejectData(data=body)))
+
+
+async def _refuse(scope: Scope, send: Send, exc: SvcError) -> None:
+    if scope["type"] == "http":
+        await send_error(send, exc)
+        return
+    status, headers, body = error_response(exc)
+    await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
+    await send({"type": "websocket.http.response.body", "body": body})
+
+
+async def _watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "websocket.disconnect":
+            scope.cancel()
+            return

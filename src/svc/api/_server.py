@@ -6,14 +6,14 @@ import errno
 import logging
 import socket
 from functools import partial
-from typing import Any, cast
+from typing import cast
 
 import trio
 from hypercorn.config import Config
-from hypercorn.trio import serve
 
 from svc.api._events import EventsChannel
 from svc.api._http import ASGIApp, SvcApp
+from svc.api._listen import UpgradeHandler, serve_connections
 from svc.api._mcp_http import McpEndpoint
 from svc.api._pages import build_pages
 from svc.registry import Executor
@@ -69,8 +69,8 @@ async def serve_http(
     sock = bind_loopback(port)
     bound = sock.getsockname()[1]
     url = f"http://127.0.0.1:{bound}"
+    listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
     config = Config()
-    config.bind = [f"fd://{sock.detach()}"]
     config.graceful_timeout = GRACE_SECONDS
     config.accesslog = None
     errorlog = logging.getLogger("svc.hypercorn")
@@ -80,10 +80,13 @@ async def serve_http(
     engine = executor.runtime.engine
     mcp = McpEndpoint(executor)
     mounts: dict[str, ASGIApp] = {"/mcp": mcp}
+    upgrades: dict[bytes, UpgradeHandler] = {}
     served = SERVED
     if engine is not None:
         config.websocket_ping_interval = engine.limits.heartbeat_seconds
-        mounts["/events"] = EventsChannel(engine)
+        channel = EventsChannel(engine)
+        mounts["/events"] = channel
+        upgrades[b"/events"] = channel.serve_stream
         served = served | {"events"}
     app = SvcApp(executor, cast(ASGIApp, build_pages(executor.runtime, served)), mounts=mounts)
     executor.runtime.server.url = url
@@ -101,7 +104,9 @@ async def serve_http(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(stop)
             await nursery.start(mcp.serve)
-            await nursery.start(partial(serve, cast(Any, app), config, shutdown_trigger=drained.wait))
+            await nursery.start(
+                partial(serve_connections, app, config, listener, upgrades=upgrades, shutdown_trigger=drained.wait)
+            )
             _log.info("svc: serving %s", url)
             task_status.started(url)
     finally:
