@@ -756,10 +756,15 @@ class SocketPeer:
         return self.events.pop(0)
 
     async def frame(self) -> Message:
-        event = await self.next_event()
-        assert isinstance(event, TextMessage), event
-        decoded: Message = msgspec.json.decode(event.data)
-        return decoded
+        """The next text message, whole (wsproto hands a message split across reads in parts)."""
+        parts: list[str] = []
+        while True:
+            event = await self.next_event()
+            assert isinstance(event, TextMessage), event
+            parts.append(event.data)
+            if event.message_finished:
+                decoded: Message = msgspec.json.decode("".join(parts))
+                return decoded
 
 
 @asynccontextmanager
@@ -942,3 +947,20 @@ async def test_real_shutdown_sends_stream_closing_and_1001(probe_executor: Execu
             with pytest.raises(trio_websocket.ConnectionClosed) as closed:
                 await ws.get_message()
             assert closed.value.reason.code == 1001
+
+
+async def test_a_handshake_in_flight_counts_against_max_connections(make_engine: Callable[..., Engine]) -> None:
+    engine = make_engine(max_connections=1)
+    channel = EventsChannel(engine)
+    head = SocketPeer(trio.testing.memory_stream_pair()[0]).ws.send(Request(host="127.0.0.1:8741", target="/events"))
+    first_client, first_server = trio.testing.lockstep_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(channel.serve_stream, first_server, head)
+        await trio.testing.wait_all_tasks_blocked()  # blocked writing its accept: the client reads nothing yet
+        assert engine.live_channels == 1
+        async with socket_peer(channel) as second:
+            refused = await second.handshake()
+            assert isinstance(refused, RejectConnection)
+            assert refused.status_code == 503
+        await first_client.aclose()
+    assert engine.live_channels == 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Protocol
 from urllib.parse import parse_qsl
 
@@ -77,7 +78,6 @@ async def run_channel(engine: Engine, subscription: Subscription, transport: Tra
     the subscriber's own queue: no gap and no duplicate between history and live.
     """
     subscriber, replay, truncated = engine.store.subscribe(subscription.executions, subscription.after)
-    engine.live_channels += 1
     heartbeat = engine.limits.heartbeat_seconds
     try:
         ready: dict[str, object] = {
@@ -106,7 +106,6 @@ async def run_channel(engine: Engine, subscription: Subscription, transport: Tra
                 return
     finally:
         engine.store.unsubscribe(subscriber)
-        engine.live_channels -= 1
 
 
 class EventsChannel:
@@ -117,6 +116,9 @@ class EventsChannel:
 
     def admit(self, target: str) -> Subscription:
         """The subscription of a connection to `target` (path and query), if it may open now.
+
+        The caller holds the connection's place (`held`) from this step on, so that handshakes in flight
+        count against `max_connections` too.
 
         Raises:
             SvcError: 404 unknown path or execution, 400 bad query, 503 stopping or `max_connections` open.
@@ -130,6 +132,15 @@ class EventsChannel:
         if self.engine.live_channels >= self.engine.limits.max_connections:
             raise Unavailable(f"{self.engine.limits.max_connections} live channels are open; try again later")
         return subscription
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Count one open connection (`live_channels`) for the duration of the block."""
+        self.engine.live_channels += 1
+        try:
+            yield
+        finally:
+            self.engine.live_channels -= 1
 
     # -- ASGI -------------------------------------------------------------------------------------------
 
@@ -146,14 +157,15 @@ class EventsChannel:
         except SvcError as exc:
             await _refuse(scope, send, exc)
             return
-        message = await receive()
-        if message["type"] != "websocket.connect":
-            return
-        await send({"type": "websocket.accept"})
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
-            await run_channel(self.engine, subscription, _AsgiTransport(send))
-            nursery.cancel_scope.cancel()
+        with self.held():
+            message = await receive()
+            if message["type"] != "websocket.connect":
+                return
+            await send({"type": "websocket.accept"})
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
+                await run_channel(self.engine, subscription, _AsgiTransport(send))
+                nursery.cancel_scope.cancel()
 
     async def _http(self, scope: Scope, send: Send) -> None:
         if scope["method"] != "GET":
@@ -194,21 +206,25 @@ class EventsChannel:
             except SvcError as exc:
                 await _reject(stream, ws, exc)
                 return
-            await stream.send_all(ws.send(AcceptConnection()))
-            transport = _SocketTransport(stream, ws)
-            async with trio.open_nursery() as nursery:
-                channel = trio.CancelScope()
-                nursery.start_soon(transport.read, channel)
-                with channel, contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await run_channel(self.engine, subscription, transport)  # suppressed: the client went away
-                with trio.move_on_after(CLOSE_SECONDS):
-                    await transport.closed.wait()
-                nursery.cancel_scope.cancel()
+            with self.held():
+                await self._serve_socket(stream, ws, subscription)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away before the handshake was answered
         finally:
             with trio.move_on_after(CLOSE_SECONDS, shield=True):
                 await stream.aclose()
+
+    async def _serve_socket(self, stream: trio.SocketStream, ws: WSConnection, subscription: Subscription) -> None:
+        await stream.send_all(ws.send(AcceptConnection()))
+        transport = _SocketTransport(stream, ws)
+        async with trio.open_nursery() as nursery:
+            channel = trio.CancelScope()
+            nursery.start_soon(transport.read, channel)
+            with channel, contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await run_channel(self.engine, subscription, transport)  # suppressed: the client went away
+            with trio.move_on_after(CLOSE_SECONDS):
+                await transport.closed.wait()
+            nursery.cancel_scope.cancel()
 
     # -- the subscription -------------------------------------------------------------------------------
 
