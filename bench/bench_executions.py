@@ -15,8 +15,8 @@ One run:
    mirror id, one report in flight. Two passes: *paced* (the next batch goes once every subscriber holds the
    previous one: the delivery rate the channel sustains with nothing dropped) and *unpaced* (the next batch
    goes as soon as the report is answered, as a reporter does: drops show as `stream.lagged`). Delay is from
-   sending the batch's report to a subscriber holding the event. The 50 subscribers are trio_websocket
-   clients in this one process, which competes with the server for the CPU;
+   sending the batch's report to a subscriber holding the event. The 50 subscribers are lean wsproto
+   readers in this one process, which competes with the server for the CPU;
 4. **cancel latency**: a one-step demonstrate with `delay_ms` 10000; once its log line is seen (it is in the
    delay), `POST /api/v1/executions/cancel`, timed until the client holds `execution.cancelled`;
 5. **memory**: in a fresh process, the store filled to its bounds (200 executions × 2,000 events) through
@@ -49,6 +49,8 @@ import httpx
 import msgspec
 import trio
 import trio_websocket
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import CloseConnection, Ping, Request, TextMessage
 
 from bench_procs import cpu_seconds, running_server, svc_command
 from svc import __version__
@@ -224,18 +226,65 @@ class Subscriber:
         self.last = 0
         self.progress = trio.Event()
 
+    def note(self, frame: Frame, now: float) -> None:
+        if frame.type == "stream.lagged":
+            self.dropped += frame.data["dropped"]
+        elif frame.sequence is not None:
+            self.arrived[frame.sequence] = now
+            self.last = frame.sequence
+        self.progress.set()
+        self.progress = trio.Event()
+
 
 def own_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 
-async def fanout_pass(url: str, pid: int, *, paced: bool, subscribers: int, total: int) -> dict[str, Any]:
+async def lean_subscriber(url: str, path: str, tally: Subscriber, total: int, ready: trio.Semaphore) -> None:
+    """A WebSocket reader that does as little as a client can: wsproto over a socket, one decode per frame.
 
+    It stands for the subscribers' side so that the figure is the server's rate, not a client library's.
+    """
+    host, port = url.removeprefix("http://").split(":")
+    stream = await trio.open_tcp_stream(host, int(port))
+    async with stream:
+        ws = WSConnection(ConnectionType.CLIENT)
+        await stream.send_all(ws.send(Request(host=f"{host}:{port}", target=path)))
+        opened = False
+        partial: list[str] = []
+        while tally.last < total and len(tally.arrived) + tally.dropped < total - 3:
+            data = await stream.receive_some(1 << 20)
+            if not data:
+                raise RuntimeError("the server closed a subscriber")
+            now = time.perf_counter()
+            ws.receive_data(data)
+            for event in ws.events():
+                if isinstance(event, TextMessage):
+                    if not event.message_finished:
+                        partial.append(event.data)
+                        continue
+                    frame = _frame.decode("".join([*partial, event.data]))
+                    partial.clear()
+                    if frame.type == "stream.ready":
+                        opened = True
+                        ready.release()
+                    else:
+                        tally.note(frame, now)
+                elif isinstance(event, Ping):
+                    await stream.send_all(ws.send(event.response()))
+            if not opened:
+                continue
+        tally.last = total
+        tally.progress.set()
+        await stream.send_all(ws.send(CloseConnection(code=1000)))
+
+
+async def fanout_pass(url: str, pid: int, *, paced: bool, subscribers: int, total: int) -> dict[str, Any]:
     execution_id = new_execution_id()
-    pid = os.getpid()
-    batches = reporter_batches(execution_id, pid, total)
-    bodies = [report_body(execution_id, pid, batch) for batch in batches]
+    reporter = os.getpid()
+    batches = reporter_batches(execution_id, reporter, total)
+    bodies = [report_body(execution_id, reporter, batch) for batch in batches]
     firsts = [batch[0]["sequence"] for batch in batches]
     sent_at: list[float] = []
     tallies = [Subscriber() for _ in range(subscribers)]
@@ -243,33 +292,9 @@ async def fanout_pass(url: str, pid: int, *, paced: bool, subscribers: int, tota
         r = await http.post("/api/v1/executions/report", content=bodies[0])
         assert r.status_code == 200, r.text
         ready = trio.Semaphore(0)
-
-        async def follow(tally: Subscriber) -> None:
-            path = f"/events?execution={execution_id}&after={firsts[1] - 1}"
-            async with trio_websocket.open_websocket_url(
-                ws_url(url, path), message_queue_size=1024, max_message_size=1 << 20, disconnect_timeout=5
-            ) as ws:
-                assert _frame.decode(await ws.get_message()).type == "stream.ready"
-                ready.release()
-                while tally.last < total:
-                    frame = _frame.decode(await ws.get_message())
-                    now = time.perf_counter()
-                    if frame.type == "stream.lagged":
-                        tally.dropped += frame.data["dropped"]
-                    elif frame.sequence is not None:
-                        tally.arrived[frame.sequence] = now
-                        tally.last = frame.sequence
-                    else:
-                        continue
-                    if len(tally.arrived) + tally.dropped >= total - 3:
-                        break
-                    tally.progress.set()
-                    tally.progress = trio.Event()
-                tally.last = total
-                tally.progress.set()
-
+        path = f"/events?execution={execution_id}&after={firsts[1] - 1}"
         for tally in tallies:
-            nursery.start_soon(follow, tally)
+            nursery.start_soon(lean_subscriber, url, path, tally, total, ready)
         for _ in tallies:
             await ready.acquire()
         began = time.perf_counter()
@@ -421,7 +446,6 @@ async def fill_store(message_chars: int) -> dict[str, Any]:
                     title=cap.title,
                     pid=4242,
                     input={},
-                    cancellable=True,
                     events=events[i : i + BATCH],
                 )
             del events
@@ -556,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
             "fanout_events": FANOUT_EVENTS,
             "report_batch": BATCH,
             "store": {"executions": STORE_EXECUTIONS, "events": STORE_EVENTS},
-            "clients": "httpx + trio_websocket in the bench process; server: svc serve subprocess",
+            "clients": "httpx, trio_websocket and lean wsproto subscribers in the bench process; svc serve subprocess",
         },
         "targets": TARGETS,
         "met": met,
