@@ -2,7 +2,8 @@
 
 Every example of every capability that has an HTTP route and whose benchmark policy is not `waived` is one
 case. A GET example becomes a query string (booleans as `true`/`false`, the text form svc's binding reads);
-a POST example becomes a JSON body.
+a POST example becomes a JSON body. A case answers the status its example documents (`Example.status`):
+200, or the documented error (403 for a repository writer, which HTTP never runs).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class Case:
     """One HTTP request to measure: a capability's example on its route.
 
     `condition` is the `when` of a `required_when` benchmark policy: prose the harness cannot establish,
-    reported next to the figures.
+    reported next to the figures. `status` is the status the example documents for the case.
     """
 
     capability: str
@@ -34,6 +35,7 @@ class Case:
     query: str
     body: bytes | None
     condition: str | None = None
+    status: int = 200
 
     @property
     def name(self) -> str:
@@ -77,6 +79,7 @@ def _case(cap: Capability, example: Example) -> Case:
         query=query,
         body=body,
         condition=condition,
+        status=example.status,
     )
 
 

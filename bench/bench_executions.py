@@ -54,7 +54,7 @@ from wsproto.events import CloseConnection, Ping, Request, TextMessage
 
 from bench_procs import cpu_seconds, running_server, svc_command
 from svc import __version__
-from svc.nursery import new_execution_id
+from svc.nursery import Engine, new_execution_id
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -402,14 +402,13 @@ def vm_kib(field: str) -> int:
 async def fill_store(message_chars: int) -> dict[str, Any]:
     import gc
 
-    from svc._service import open_service
+    from svc.host._service import open_service
     from svc.layer import Repository
     from svc.nursery import ExecutionEvent, new_execution_id
 
     gc.collect()
     async with open_service(Repository.discover(REPO_DIR), surface="http", watch=False) as executor:
-        engine = executor.runtime.engine
-        assert engine is not None
+        engine = executor.components.get(Engine)
         cap = engine.find_capability("executions.demonstrate")
         gc.collect()
         before = vm_kib("VmRSS")

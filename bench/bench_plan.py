@@ -44,8 +44,8 @@ from typing import Any
 import trio
 
 from svc import __version__
-from svc._service import open_service
 from svc.api._http import SvcApp
+from svc.host._service import open_service
 from svc.layer import Repository
 from svc.plan import derive, load_records, read_snapshot, seal
 from svc.plan._store import _read_dir

@@ -17,10 +17,10 @@ import httpx
 import pytest
 import trio
 
-from svc._service import open_service
 from svc.api import serve_http
+from svc.host._service import open_service
 from svc.layer import Repository
-from svc.registry import Executor
+from svc.runtime import Executor
 
 pytest_plugins = ["tests.nursery.fixtures"]
 

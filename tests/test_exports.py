@@ -16,6 +16,9 @@ PACKAGES = [
     "svc.cli",
     "svc.capabilities",
     "svc.mesh_udp",
+    "svc.runtime",
+    "svc.surfaces",
+    "svc.host",
 ]
 
 
@@ -35,10 +38,13 @@ def test_core_packages_import_no_web_mcp_or_cli_library() -> None:
     import subprocess
     import sys
 
+    from tests.test_layering import WEB_MCP_CLI
+
     probe = (
-        "import sys\nimport svc.registry, svc.capabilities, svc.layer, svc.nursery\n"
-        "print([m for m in ('quart', 'quart_trio', 'hypercorn', 'mcp', 'asyncclick', 'click', 'starlette')"
-        " if m in sys.modules])"
+        "import sys\n"
+        "import svc.registry, svc.capabilities, svc.layer, svc.nursery\n"
+        "import svc.plan, svc.mesh_udp, svc.runtime, svc.surfaces\n"
+        f"print([m for m in {WEB_MCP_CLI!r} if m in sys.modules])"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True, timeout=60)
     assert result.stdout.decode().strip() == "[]"

@@ -1,18 +1,20 @@
 """The one exception root of svc and the wire codes each class carries.
 
-Every surface translates these in exactly one place (HTTP status and ErrorBody, JSON-RPC code, CLI exit
-code), so a capability raises the same error whoever called it::
+Every surface translates these in exactly one place (HTTP status and ErrorBody, MCP result, CLI exit code),
+so a capability raises the same error whoever called it. Every list of codes (the OpenAPI `x-svc.errors`, the
+code a client reads back into its class) is read from this tree through `ERRORS` and `error_class`::
 
-    SvcError                  500 internal            -32603  exit 1
-    ├── InvalidInput          400 invalid_input       -32602  exit 10
-    ├── NotFound              404 not_found           -32602  exit 10
-    ├── Forbidden             403 forbidden           -32603  exit 10
-    ├── MethodNotAllowed      405 method_not_allowed  -32601  exit 2
-    ├── PayloadTooLarge       413 payload_too_large   -32600  exit 10
-    ├── Refused               422 refused             -32603  exit 10
-    ├── Unavailable           503 unavailable         -32603  exit 1
-    └── Internal              500 internal            -32603  exit 1
+    SvcError                  500 internal            exit 1
+    ├── InvalidInput          400 invalid_input       exit 10
+    ├── Forbidden             403 forbidden           exit 10
+    ├── NotFound              404 not_found           exit 10
+    ├── MethodNotAllowed      405 method_not_allowed  exit 2
+    ├── PayloadTooLarge       413 payload_too_large   exit 10
+    ├── Refused               422 refused             exit 10
+    ├── Internal              500 internal            exit 1
+    └── Unavailable           503 unavailable         exit 1
 
+MCP answers every error as a tool result with `isError`, except `internal` (JSON-RPC -32603).
 A message is written for the person reading it: it names the field, the id or the reason.
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "ERRORS",
     "Forbidden",
     "Internal",
     "InvalidInput",
@@ -30,6 +33,7 @@ __all__ = [
     "Refused",
     "SvcError",
     "Unavailable",
+    "error_class",
 ]
 
 
@@ -38,8 +42,9 @@ class SvcError(Exception):
 
     status: ClassVar[int] = 500
     code: ClassVar[str] = "internal"
-    jsonrpc_code: ClassVar[int] = -32603
     exit_code: ClassVar[int] = 1
+    #: When a surface answers this error (the `when` of the OpenAPI document's `x-svc.errors`).
+    when: ClassVar[str] = "the capability failed for its own reason"
 
     def __init__(self, message: str, *, suggestion: str | None = None) -> None:
         super().__init__(message)
@@ -55,8 +60,11 @@ class InvalidInput(SvcError):
 
     status = 400
     code = "invalid_input"
-    jsonrpc_code = -32602
     exit_code = 10
+    when = (
+        "a parameter of the wrong type, an unknown parameter or field, a value the capability rejects, "
+        "or a request body that is not a JSON object"
+    )
 
 
 class NotFound(SvcError):
@@ -64,8 +72,8 @@ class NotFound(SvcError):
 
     status = 404
     code = "not_found"
-    jsonrpc_code = -32602
     exit_code = 10
+    when = "the input names something the repository does not hold"
 
 
 class Forbidden(SvcError):
@@ -74,6 +82,7 @@ class Forbidden(SvcError):
     status = 403
     code = "forbidden"
     exit_code = 10
+    when = "a Host that is not loopback, a foreign Origin, or a repository write asked over HTTP"
 
 
 class MethodNotAllowed(SvcError):
@@ -81,8 +90,8 @@ class MethodNotAllowed(SvcError):
 
     status = 405
     code = "method_not_allowed"
-    jsonrpc_code = -32601
     exit_code = 2
+    when = "the path exists under another method"
 
     def __init__(self, message: str, *, allow: tuple[str, ...] = ()) -> None:
         super().__init__(message)
@@ -94,8 +103,8 @@ class PayloadTooLarge(SvcError):
 
     status = 413
     code = "payload_too_large"
-    jsonrpc_code = -32600
     exit_code = 10
+    when = "a request body over 1 MiB"
 
 
 class Refused(SvcError):
@@ -104,6 +113,7 @@ class Refused(SvcError):
     status = 422
     code = "refused"
     exit_code = 10
+    when = "a command understood and turned down; the message gives the reason"
 
 
 class Unavailable(SvcError):
@@ -111,7 +121,18 @@ class Unavailable(SvcError):
 
     status = 503
     code = "unavailable"
+    when = "the server is stopping or a bound is reached"
 
 
 class Internal(SvcError):
     """The capability failed for its own reason; the message names it, never a traceback."""
+
+
+#: Every error class a surface answers with: the leaves of the tree, one per code, by status.
+ERRORS: tuple[type[SvcError], ...] = tuple(sorted(SvcError.__subclasses__(), key=lambda cls: (cls.status, cls.code)))
+_BY_CODE: dict[str, type[SvcError]] = {cls.code: cls for cls in ERRORS}
+
+
+def error_class(code: str) -> type[SvcError]:
+    """The class of an ErrorBody `code`; a code this version does not know reads as `Internal`."""
+    return _BY_CODE.get(code, Internal)

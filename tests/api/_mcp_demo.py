@@ -13,7 +13,6 @@ import msgspec
 from svc import Forbidden, InvalidInput, NotFound, Refused, SvcError, Unavailable
 from svc.registry import (
     Capability,
-    Context,
     Example,
     Exposure,
     HttpExposure,
@@ -23,6 +22,7 @@ from svc.registry import (
     Registry,
     build_registry,
 )
+from svc.runtime import Context
 
 DEMO = Module(id="demo", title="Demo", description="Capabilities that exist only for the MCP tests.")
 SECRET = "do-not-leak-5e1f"

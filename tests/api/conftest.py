@@ -20,25 +20,12 @@ import pytest
 import trio
 
 from svc import Forbidden, InvalidInput, NotFound, Refused, SvcError, Unavailable
-from svc._service import open_service
 from svc.api import serve_http
 from svc.capabilities import builtin_registry
+from svc.host._service import open_service
 from svc.layer import Repository
-from svc.nursery import Supervisor
-from svc.registry import (
-    Capability,
-    Context,
-    Example,
-    Executor,
-    Exposure,
-    Generation,
-    HttpExposure,
-    McpExposure,
-    Module,
-    Registry,
-    Runtime,
-    build_registry,
-)
+from svc.registry import Capability, Example, Exposure, HttpExposure, McpExposure, Module, Registry, build_registry
+from svc.runtime import Context, Executor, Generation, Runtime, Supervisor
 
 DEMO = Module(id="demo", title="Demo", description="Capabilities that exist only for the HTTP tests.")
 SECRET = "do-not-leak-7f3a"

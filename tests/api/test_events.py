@@ -12,7 +12,7 @@ import math
 import socket
 from collections.abc import AsyncIterator, Callable, MutableMapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import h11
 import httpx
@@ -36,7 +36,7 @@ from wsproto.events import (
 from svc.api import serve_http
 from svc.api._events import EventsChannel
 from svc.nursery import Engine, Execution, Limits
-from svc.registry import Actor, Executor
+from svc.runtime import Actor, Executor
 from tests.api._wire import assert_error, raw_request, websocket_upgrade
 from tests.nursery._probe import Gates, LocalRun, start
 
@@ -467,8 +467,8 @@ async def post(url: str, path: str, body: Any) -> httpx.Response:
 
 @asynccontextmanager
 async def small_server(executor: Executor, nursery: trio.Nursery, **limits: Any) -> AsyncIterator[str]:
-    executor.runtime.engine = Engine(executor, Limits(**limits))
-    async with serving(executor, nursery) as url:
+    limited = Executor(executor.runtime, executor.supervisor, built=(lambda x: Engine(x, Limits(**limits)),))
+    async with serving(limited, nursery) as url:
         yield url
 
 
@@ -619,8 +619,7 @@ async def test_server_shutdown_is_bounded_even_when_a_websocket_client_stops_rea
     probe_executor: Executor,
 ) -> None:
     """`serve_http` closes the live channels and drains for about a second; a stalled client cannot hold it."""
-    engine = probe_executor.runtime.engine
-    assert engine is not None
+    engine = probe_executor.components.get(Engine)
     shutdown = trio.Event()
     stopped = trio.Event()
 
@@ -751,7 +750,7 @@ class SocketPeer:
         while not self.events:
             data = await self.stream.receive_some(1 << 20)
             self.reads += 1
-            self.ws.receive_data(data or None)
+            self.ws.receive_data(bytes(data) if data else None)
             self.events.extend(self.ws.events())
         return self.events.pop(0)
 
@@ -840,7 +839,7 @@ async def test_a_malformed_upgrade_is_answered_400(channel: EventsChannel) -> No
     client, server = trio.testing.memory_stream_pair()
     head = b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(channel.serve_stream, server, head)
+        nursery.start_soon(channel.serve_stream, cast("trio.SocketStream", server), head)
         answer = b""
         while True:
             data = await client.receive_some(1 << 16)
@@ -946,6 +945,7 @@ async def test_real_shutdown_sends_stream_closing_and_1001(probe_executor: Execu
             }
             with pytest.raises(trio_websocket.ConnectionClosed) as closed:
                 await ws.get_message()
+            assert closed.value.reason is not None
             assert closed.value.reason.code == 1001
 
 
@@ -955,7 +955,7 @@ async def test_a_handshake_in_flight_counts_against_max_connections(make_engine:
     head = SocketPeer(trio.testing.memory_stream_pair()[0]).ws.send(Request(host="127.0.0.1:8741", target="/events"))
     first_client, first_server = trio.testing.lockstep_stream_pair()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(channel.serve_stream, first_server, head)
+        nursery.start_soon(channel.serve_stream, cast("trio.SocketStream", first_server), head)
         await trio.testing.wait_all_tasks_blocked()  # blocked writing its accept: the client reads nothing yet
         assert engine.live_channels == 1
         async with socket_peer(channel) as second:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncIterator, MutableMapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
@@ -125,7 +125,9 @@ async def test_an_upgrade_sent_in_pieces_reaches_its_handler_with_the_whole_head
 
     client, server = trio.testing.memory_stream_pair()
     config = Config()
-    serve = functools.partial(_connection, asgi, config, WorkerContext(None), {}, {b"/events": upgrade}, server)
+    # The in-memory stream stands in for the socket: an upgrade uses only its `Stream` methods.
+    stream = cast("trio.SocketStream", server)
+    serve = functools.partial(_connection, asgi, config, WorkerContext(None), {}, {b"/events": upgrade}, stream)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(serve)
         for piece in (request[:3], request[3:9], request[9:40], request[40:]):

@@ -21,19 +21,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from svc import __version__
-from svc._service import open_service
 from svc.api import RESOURCE_NOT_FOUND, Backend, LocalBackend, build_server
+from svc.host._service import open_service
 from svc.layer import Repository
-from svc.nursery import Supervisor
-from svc.registry import (
-    PROTOCOL_VERSIONS,
-    SERVED_METHODS,
-    Actor,
-    Executor,
-    Generation,
-    Runtime,
-    mcp_catalog,
-)
+from svc.runtime import Actor, Executor, Generation, Runtime, Supervisor
+from svc.surfaces import PROTOCOL_VERSIONS, SERVED_METHODS, mcp_catalog
 from tests.api._mcp_demo import SECRET, demo_registry
 
 Mode = Literal["legacy", "2026-07-28"]
@@ -235,7 +227,8 @@ async def test_a_repository_writer_runs_over_stdio_and_is_forbidden_over_http(de
     assert refused.is_error is True
     text = refused.content[0]
     assert isinstance(text, types.TextContent)
-    assert text.text.startswith("forbidden: MCP over HTTP (/mcp) never writes the repository")
+    assert text.text.startswith("forbidden: HTTP never writes the repository")
+    assert "over stdio (`svc mcp`)" in text.text
 
 
 async def test_resources_are_the_query_resources_then_the_layers_objects(executor: Executor, mode: Mode) -> None:

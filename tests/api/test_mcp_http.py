@@ -16,10 +16,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from svc._service import open_service
 from svc.api import BRIDGE_HEADER, SECURITY
+from svc.host._service import open_service
 from svc.layer import Repository
-from svc.registry import Executor
+from svc.runtime import Executor
 
 Mode = Literal["legacy", "2026-07-28"]
 MODES: list[Mode] = ["legacy", "2026-07-28"]

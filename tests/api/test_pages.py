@@ -14,7 +14,8 @@ import pytest
 from svc import __version__
 from svc.capabilities import builtin_registry
 from svc.layer import checkout_id
-from svc.registry import Registry, openapi_json
+from svc.registry import Registry
+from svc.surfaces import openapi_json
 from tests.api._wire import assert_error, raw_request, websocket_upgrade
 from tests.api.conftest import SECRET
 

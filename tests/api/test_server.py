@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from svc.api import bind_loopback, serve_http
-from svc.registry import Executor
+from svc.runtime import Executor
 
 
 @pytest.fixture

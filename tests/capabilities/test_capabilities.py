@@ -10,10 +10,10 @@ import msgspec
 import pytest
 
 from svc import InvalidInput, NotFound
-from svc._service import open_service
 from svc.capabilities._release import parse_changelog
+from svc.host._service import open_service
 from svc.layer import Repository
-from svc.registry import Actor, Executor
+from svc.runtime import Actor, Executor
 from tests.conftest import make_checkout
 
 ACTOR = Actor(kind="internal")

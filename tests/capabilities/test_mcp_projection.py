@@ -12,12 +12,13 @@ import msgspec
 import pytest
 
 from svc import InvalidInput
-from svc._service import open_service
 from svc.capabilities import builtin_registry
 from svc.capabilities._mcp import CLIENTS, LAUNCHER, LAUNCHER_PATH, client_entry
+from svc.host._service import open_service
 from svc.layer import Repository
-from svc.registry import PROTOCOL_VERSIONS, SERVED_METHODS, Actor, Executor, mcp_catalog
-from svc.registry._surfaces import reachable
+from svc.runtime import Actor, Executor
+from svc.surfaces import PROTOCOL_VERSIONS, SERVED_METHODS, mcp_catalog
+from svc.surfaces._surfaces import reachable
 from tests.conftest import ROOT
 
 ACTOR = Actor(kind="internal")

@@ -21,12 +21,13 @@ import msgspec
 import pytest
 import trio
 
-from svc._service import open_service
 from svc.api import serve_http
 from svc.capabilities import builtin_registry
+from svc.host._service import open_service
 from svc.layer import Repository
-from svc.mesh_udp import NodeIdentity, build_envelope, create_identity, start_mesh
-from svc.registry import Actor, Executor, mcp_catalog
+from svc.mesh_udp import Mesh, NodeIdentity, build_envelope, create_identity, start_mesh
+from svc.runtime import Actor, Executor
+from svc.surfaces import mcp_catalog
 from tests.conftest import make_checkout
 from tests.mesh_udp._loopback import free_udp_port, loopback_settings, own_group
 from tests.mesh_udp._runtimes import declare
@@ -73,8 +74,9 @@ def meshed(tmp_path: Path, ports: tuple[str, int]) -> Path:
 @pytest.fixture
 async def served(meshed: Path, state: Path, nursery: trio.Nursery) -> AsyncIterator[tuple[Executor, str]]:
     """A server of `meshed` whose mesh runs, as `svc serve` runs it."""
-    async with open_service(Repository.discover(meshed), surface="http", watch=False) as executor:
-        await start_mesh(executor.runtime, executor.supervisor)
+    mesh = await Mesh.open(Repository.discover(meshed))
+    async with open_service(Repository.discover(meshed), surface="http", watch=False, mesh=mesh) as executor:
+        await start_mesh(mesh, executor.supervisor)
         shutdown = trio.Event()
         url: str = await nursery.start(functools.partial(serve_http, executor, port=0, shutdown=shutdown))
         yield executor, url
@@ -163,16 +165,16 @@ async def test_the_mesh_answers_over_http_while_it_runs(served: tuple[Executor, 
         [mesh_check] = [c for c in health["checks"] if c["id"] == "mesh"]
         assert mesh_check["status"] == "ok"
         assert mesh_check["detail"].startswith("active: 1 other runtime known")
-    assert executor.runtime.mesh is not None
-    executor.runtime.mesh.stop()
+    executor.components.get(Mesh).stop()
 
 
 async def test_a_mesh_that_could_not_start_is_reported_everywhere(meshed: Path, state: Path) -> None:
     key = state / "svc" / "node.json"
     key.parent.mkdir(parents=True)
     key.write_text("{ broken")
-    async with open_service(Repository.discover(meshed), surface="http", watch=False) as executor:
-        mesh = await start_mesh(executor.runtime, executor.supervisor)
+    mesh = await Mesh.open(Repository.discover(meshed))
+    async with open_service(Repository.discover(meshed), surface="http", watch=False, mesh=mesh) as executor:
+        await start_mesh(mesh, executor.supervisor)
         assert not mesh.active
         assert mesh.reason is not None
         assert mesh.reason.startswith("identity: ~/state/svc/node.json: not a key file")
@@ -199,8 +201,9 @@ async def _ask(executor: Executor, cid: str, **params: Any) -> Any:
 
 
 async def test_without_a_declaration_nothing_opens_and_every_answer_says_off(checkout: Path, state: Path) -> None:
-    async with open_service(Repository.discover(checkout), surface="http", watch=False) as executor:
-        mesh = await start_mesh(executor.runtime, executor.supervisor)
+    mesh = await Mesh.open(Repository.discover(checkout))
+    async with open_service(Repository.discover(checkout), surface="http", watch=False, mesh=mesh) as executor:
+        await start_mesh(mesh, executor.supervisor)
         assert mesh.providers is None
         assert mesh.identity is None
         status = await _ask(executor, "mesh.status")

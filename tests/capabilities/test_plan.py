@@ -16,12 +16,13 @@ import msgspec
 import pytest
 import trio
 
-from svc._service import open_service
 from svc.api import serve_http
 from svc.capabilities import builtin_registry
+from svc.host._service import open_service
 from svc.layer import Repository
 from svc.plan import read_ledger
-from svc.registry import Actor, Executor, cli_tree
+from svc.runtime import Actor, Executor
+from svc.surfaces import cli_tree
 from tests.conftest import make_checkout
 from tests.plan._records import write_layer
 from tests.plan.conftest import small_plan

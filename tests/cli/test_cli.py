@@ -17,7 +17,8 @@ from asyncclick.testing import CliRunner
 from svc import __version__
 from svc.capabilities import builtin_registry
 from svc.cli import build_cli
-from svc.registry import Capability, cli_tree
+from svc.registry import Capability
+from svc.surfaces import cli_tree
 from tests.conftest import make_checkout
 
 SVC = [sys.executable, "-m", "svc"]
@@ -186,7 +187,7 @@ async def test_presets_and_a_command_that_is_also_a_group() -> None:
     )
 
     async def pick(ctx: Any, params: Pick) -> dict[str, Any]:
-        return msgspec.to_builtins(params)
+        return msgspec.structs.asdict(params)
 
     async def overview(ctx: Any, params: NoInput) -> dict[str, str]:
         return {"overview": "yes"}

@@ -12,13 +12,13 @@ import msgspec
 import pytest
 import trio
 
-from svc._service import open_service
 from svc._version import __version__
 from svc.api import serve_http
-from svc.cli._hosting import Timings, server_timings
-from svc.cli._mcp import decide, elect
+from svc.host._hosting import Timings, server_timings
+from svc.host._mcp import decide, elect
+from svc.host._service import open_service
 from svc.layer import Executable, Lease, LeaseHeld, Repository, acquire_lease, discard_lease, read_lease
-from svc.registry import ExecutableStamp
+from svc.runtime import ExecutableStamp
 
 TIMINGS = Timings(bind_grace=15.0, probe=2.0, join=5.0)
 #: A process that is alive and is not this one (init): a lease naming it is held by someone else.
@@ -134,6 +134,8 @@ async def test_a_replaced_executable_or_an_older_version_is_taken_over(
     assert (await decide(repo, http, TIMINGS)).reason.endswith("runs an svc that has since been replaced on disk")
     write_lease(repo, version="0.0.1")
     assert (await decide(repo, http, TIMINGS)).reason.endswith(f"runs svc 0.0.1, older than {__version__}")
+    write_lease(repo, version=f"{__version__}rc1")  # a pre-release of this very version is older (PEP 440)
+    assert (await decide(repo, http, TIMINGS)).reason.endswith(f"runs svc {__version__}rc1, older than {__version__}")
 
 
 async def test_a_live_server_of_the_checkout_is_bridged_to(

@@ -25,12 +25,12 @@ import pytest
 import trio
 import trio_websocket
 
-import svc.cli._run
-from svc._service import open_service
-from svc.cli._run import Reporter
+import svc.host._run
+from svc.host._run import Reporter
+from svc.host._service import open_service
 from svc.layer import Repository
 from svc.nursery import Engine, Execution, Limits, Subscriber
-from svc.registry import Actor, Executor
+from svc.runtime import Actor, Executor
 from tests.conftest import ROOT, make_checkout
 from tests.nursery._probe import retained
 
@@ -50,8 +50,7 @@ Message = dict[str, Any]
 async def local_engine() -> AsyncIterator[Engine]:
     """A second service over this checkout, as the CLI process has: its own engine and store."""
     async with open_service(Repository.discover(ROOT), surface="cli", watch=False) as executor:
-        assert executor.runtime.engine is not None
-        yield executor.runtime.engine
+        yield executor.components.get(Engine)
 
 
 def start_local(engine: Engine, **input: Any) -> Execution:
@@ -68,8 +67,7 @@ async def first_event(subscriber: Subscriber, kind: str) -> Message:
 
 
 async def test_a_reporter_mirrors_its_run_on_the_server_event_for_event(server: str, executor: Executor) -> None:
-    served = executor.runtime.engine
-    assert served is not None
+    served = executor.components.get(Engine)
     async with local_engine() as engine, httpx.AsyncClient() as client:
         x = start_local(engine, steps=3)
         cap = engine.find_capability("executions.demonstrate")
@@ -92,9 +90,8 @@ async def test_a_cancel_asked_on_the_server_reaches_the_reporting_process(
 ) -> None:
     """The server records the request; the reporter learns it from its next answer (the heartbeat, made
     0.5 s here so that a loaded machine still answers well within the bound)."""
-    monkeypatch.setattr(svc.cli._run, "HEARTBEAT_SECONDS", 0.5)
-    served = executor.runtime.engine
-    assert served is not None
+    monkeypatch.setattr(svc.host._run, "HEARTBEAT_SECONDS", 0.5)
+    served = executor.components.get(Engine)
     watch, _, _ = served.store.subscribe(None)
     async with local_engine() as engine, httpx.AsyncClient() as client, trio.open_nursery() as nursery:
         x = start_local(engine, steps=1, delay_ms=10000)
@@ -313,8 +310,7 @@ async def test_a_reporter_keeps_every_unacknowledged_event_beyond_its_stores_bou
     server: str, executor: Executor
 ) -> None:
     """The local store keeps 5 events; the reporter still delivers all of them, in order."""
-    served = executor.runtime.engine
-    assert served is not None
+    served = executor.components.get(Engine)
     async with local_engine() as engine, httpx.AsyncClient() as client:
         small = Engine(engine.executor, Limits(max_events=5))
         x = start_local(small, steps=30)

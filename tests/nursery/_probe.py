@@ -25,21 +25,10 @@ from msgspec import Meta
 from svc import Forbidden, Internal, InvalidInput, MethodNotAllowed, NotFound, PayloadTooLarge, Refused, Unavailable
 from svc.capabilities import _executions
 from svc.layer import Repository
-from svc.nursery import Engine, Execution, ExecutionEvent, ExecutionStore, Limits, ReportResult, Subscriber, Supervisor
+from svc.nursery import Engine, Execution, ExecutionEvent, ExecutionStore, Limits, ReportResult, Subscriber
 from svc.nursery._events import ActorView, RepositoryRef
-from svc.registry import (
-    Actor,
-    Benchmark,
-    Capability,
-    Context,
-    Example,
-    Executor,
-    Generation,
-    Module,
-    Registry,
-    Runtime,
-    build_registry,
-)
+from svc.registry import Benchmark, Capability, Example, Module, Registry, build_registry
+from svc.runtime import Actor, Context, Executor, Generation, Runtime, Supervisor
 
 __all__ = [
     "ALLOWED",
@@ -355,9 +344,7 @@ async def open_probe_executor(registry: Registry, root: Path, limits: Limits | N
     repo = Repository.discover(root)
     runtime = Runtime(registry=registry, repository=repo, generation=Generation(repo, stamp=b""), surface="http")
     async with Supervisor.open() as supervisor:
-        executor = Executor(runtime, supervisor)
-        runtime.engine = Engine(executor, limits)
-        yield executor
+        yield Executor(runtime, supervisor, built=(lambda x: Engine(x, limits),))
 
 
 def retained(x: Execution) -> list[ExecutionEvent]:
@@ -425,7 +412,7 @@ class LocalRun:
     def id(self) -> str:
         return self.x.id
 
-    def emit(self, kind: str, data: dict[str, Any] | None = None) -> ExecutionEvent:
+    def emit(self, kind: str, data: dict[str, Any] | None = None) -> ExecutionEvent | None:
         return self.store.publish(self.x, kind, data or {})
 
     def logs(self, count: int, message: str = "line") -> None:

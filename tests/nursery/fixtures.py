@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from svc.nursery import Engine, Limits
-from svc.registry import Executor, Registry
+from svc.registry import Registry
+from svc.runtime import Executor
 from tests.nursery._probe import Gates, Tap, build_probe_registry, open_probe_executor
 
 
@@ -37,12 +38,15 @@ async def probe_executor(probe_registry: Registry, tmp_path: Path) -> AsyncItera
 
 @pytest.fixture
 def make_engine(probe_executor: Executor) -> Callable[..., Engine]:
-    """Replace the executor's engine by one with the given `Limits` fields; returns it."""
+    """An engine with the given `Limits` fields, on a new executor of the probe executor's runtime."""
 
     def make(**limits: Any) -> Engine:
-        engine = Engine(probe_executor, Limits(**limits))
-        probe_executor.runtime.engine = engine
-        return engine
+        executor = Executor(
+            probe_executor.runtime,
+            probe_executor.supervisor,
+            built=(lambda x: Engine(x, Limits(**limits)),),
+        )
+        return executor.components.get(Engine)
 
     return make
 
@@ -50,8 +54,7 @@ def make_engine(probe_executor: Executor) -> Callable[..., Engine]:
 @pytest.fixture
 def engine(probe_executor: Executor) -> Engine:
     """The probe executor's engine (default bounds)."""
-    assert probe_executor.runtime.engine is not None
-    return probe_executor.runtime.engine
+    return probe_executor.components.get(Engine)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import trio.testing
 
 from svc import InvalidInput, NotFound, Unavailable
 from svc.nursery import REDACTED, Engine
-from svc.registry import Actor, Executor
+from svc.runtime import Actor, Executor
 from tests.nursery._probe import SECRET, Gates, Tap, start
 
 HTTP = Actor(kind="http")
@@ -212,7 +212,7 @@ async def test_max_running_holds_under_many_starts(make_engine: Callable[..., En
 
 
 async def test_a_store_full_of_unfinished_executions_refuses_start_until_one_finishes(
-    make_engine: Callable[..., Engine], probe_executor: Executor, gates: Gates
+    make_engine: Callable[..., Engine], gates: Gates
 ) -> None:
     engine = make_engine(max_executions=3, max_running=3)
     runs = [start(engine, "probe.wait", key=k) for k in "abc"]
@@ -220,7 +220,7 @@ async def test_a_store_full_of_unfinished_executions_refuses_start_until_one_fin
     with pytest.raises(Unavailable, match="3 executions are unfinished"):
         start(engine, "probe.wait", key="d")
     with pytest.raises(Unavailable):
-        await call(probe_executor, "executions.start", capability="probe.wait", input={"key": "d"})
+        await call(engine.executor, "executions.start", capability="probe.wait", input={"key": "d"})
     assert len(engine.store) == 3
     gates["b"].open()
     await runs[1].done.wait()
@@ -438,7 +438,7 @@ async def test_the_error_message_of_a_failed_execution_is_sanitised(engine: Engi
 
 
 async def test_shutdown_cancels_everything_refuses_new_starts_and_forces_stragglers_after_the_grace(
-    make_engine: Callable[..., Engine], probe_executor: Executor, gates: Gates, autojump_clock: trio.testing.MockClock
+    make_engine: Callable[..., Engine], gates: Gates, autojump_clock: trio.testing.MockClock
 ) -> None:
     engine = make_engine(max_running=2)
     tap = Tap(engine.store)
@@ -455,7 +455,7 @@ async def test_shutdown_cancels_everything_refuses_new_starts_and_forces_straggl
     with pytest.raises(Unavailable, match="stopping"):
         start(engine, "probe.wait", key="late")
     with pytest.raises(Unavailable):
-        await call(probe_executor, "executions.start", capability="probe.wait", input={"key": "late"})
+        await call(engine.executor, "executions.start", capability="probe.wait", input={"key": "late"})
     gates["straggler"].open()
     await settle()
     assert straggler.state == "cancelled"

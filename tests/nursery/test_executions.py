@@ -13,7 +13,7 @@ import trio.testing
 
 from svc import InvalidInput, NotFound, Refused, Unavailable
 from svc.nursery import EVENT_TYPES, STREAM_TYPES, Engine, event_schema, stream_schema
-from svc.registry import Actor, Executor
+from svc.runtime import Actor, Executor
 from tests.nursery._probe import Gates, LocalRun, start
 
 HTTP = Actor(kind="http")
@@ -63,7 +63,7 @@ async def test_start_takes_an_empty_object_for_a_null_input(probe_executor: Exec
 
 
 async def test_list_is_newest_first_with_filters_tallies_and_a_bounded_limit(
-    make_engine: Callable[..., Engine], probe_executor: Executor, gates: Gates
+    make_engine: Callable[..., Engine], gates: Gates
 ) -> None:
     engine = make_engine(max_running=1)
     done = start(engine, "executions.demonstrate", steps=0)
@@ -74,29 +74,29 @@ async def test_list_is_newest_first_with_filters_tallies_and_a_bounded_limit(
     mirror = LocalRun()
     mirror.emit("execution.started")
     mirror.report(engine, mirror.events())
-    answer = await call(probe_executor, "executions.list")
+    answer = await call(engine.executor, "executions.list")
     assert [x["id"] for x in answer["executions"]] == [mirror.id, queued.id, running.id, done.id]
     assert (answer["count"], answer["remembered"], answer["queued"], answer["live_channels"]) == (4, 4, 1, 0)
     assert answer["active"] == 2  # running or cancelling: the local run and the mirror
-    by_state = await call(probe_executor, "executions.list", state="succeeded")
+    by_state = await call(engine.executor, "executions.list", state="succeeded")
     assert [x["id"] for x in by_state["executions"]] == [done.id]
     assert by_state["remembered"] == 4
-    by_capability = await call(probe_executor, "executions.list", capability="probe.wait", limit=1)
+    by_capability = await call(engine.executor, "executions.list", capability="probe.wait", limit=1)
     assert [x["id"] for x in by_capability["executions"]] == [queued.id]
-    assert (await call(probe_executor, "executions.list", limit=200))["count"] == 4
+    assert (await call(engine.executor, "executions.list", limit=200))["count"] == 4
     for bad in (0, 201):
         with pytest.raises(InvalidInput, match=r"\$\.limit"):
-            await call(probe_executor, "executions.list", limit=bad)
-    view = await call(probe_executor, "executions.get", id=queued.id)
+            await call(engine.executor, "executions.list", limit=bad)
+    view = await call(engine.executor, "executions.get", id=queued.id)
     assert (view["id"], view["state"], view["actor"]) == (
         queued.id,
         "queued",
         {"kind": "http", "peer": None, "pid": None},
     )
     with pytest.raises(NotFound):
-        await call(probe_executor, "executions.get", id=UNKNOWN)
+        await call(engine.executor, "executions.get", id=UNKNOWN)
     with pytest.raises(InvalidInput):
-        await call(probe_executor, "executions.get", id="x-1")
+        await call(engine.executor, "executions.get", id="x-1")
     gates["a"].open()
     gates["b"].open()
 
@@ -123,17 +123,15 @@ async def test_events_pages_by_cursor_with_more_and_a_bounded_limit(probe_execut
         await call(probe_executor, "executions.events", id=UNKNOWN)
 
 
-async def test_events_marks_pages_that_miss_dropped_events_as_truncated(
-    make_engine: Callable[..., Engine], probe_executor: Executor
-) -> None:
+async def test_events_marks_pages_that_miss_dropped_events_as_truncated(make_engine: Callable[..., Engine]) -> None:
     engine = make_engine(max_events=5)
     x = start(engine, "probe.emit", count=3)
     await x.done.wait()
-    page = await call(probe_executor, "executions.events", id=x.id)
+    page = await call(engine.executor, "executions.events", id=x.id)
     assert [e["sequence"] for e in page["events"]] == [3, 4, 5, 6, 7]
     assert page["truncated"] is True
-    assert (await call(probe_executor, "executions.events", id=x.id, after=2))["truncated"] is False
-    view = await call(probe_executor, "executions.get", id=x.id)
+    assert (await call(engine.executor, "executions.events", id=x.id, after=2))["truncated"] is False
+    view = await call(engine.executor, "executions.get", id=x.id)
     assert (view["events_truncated"], view["event_count"], view["last_sequence"]) == (True, 7, 7)
 
 
@@ -190,9 +188,7 @@ async def test_protocol_type_lists_read_from_one_of_as_documented(probe_executor
         assert consts == types
 
 
-async def test_protocol_reports_the_engines_own_bounds(
-    make_engine: Callable[..., Engine], probe_executor: Executor
-) -> None:
-    make_engine(max_events=7, max_connections=3, max_replay=9)
-    answer = await call(probe_executor, "executions.protocol")
+async def test_protocol_reports_the_engines_own_bounds(make_engine: Callable[..., Engine]) -> None:
+    engine = make_engine(max_events=7, max_connections=3, max_replay=9)
+    answer = await call(engine.executor, "executions.protocol")
     assert (answer["max_connections"], answer["max_replay"], answer["limits"]["max_events"]) == (3, 9, 7)

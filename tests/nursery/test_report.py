@@ -14,8 +14,8 @@ import trio
 import trio.testing
 
 from svc import InvalidInput, NotFound, Refused, Unavailable
-from svc.nursery import REDACTED, SILENCE_SECONDS, Engine, ExecutionEvent
-from svc.registry import Executor
+from svc.nursery import REDACTED, SILENCE_SECONDS, Engine, ExecutionEvent, RawReport, ReportInput
+from svc.runtime import Executor
 from tests.nursery._probe import SECRET, Gates, LocalRun, Tap, start
 
 STARTED = ("execution.created", "execution.queued", "execution.started")
@@ -390,3 +390,30 @@ async def test_a_finished_mirror_is_not_failed_by_silence(
     run.report(engine, run.events())
     await trio.sleep(SILENCE_SECONDS * 3)
     assert engine.store.get(run.id).state == "succeeded"
+
+
+def test_what_the_reporter_sends_is_the_report_the_server_decodes() -> None:
+    """`RawReport` has `ReportInput`'s fields in its order; its raw events decode as the events they encode."""
+    fields = [(f.name, f.default) for f in msgspec.structs.fields(ReportInput)]
+    assert [(f.name, f.default) for f in msgspec.structs.fields(RawReport)] == fields
+    run = running_run()
+    events = run.events()
+    sent = RawReport(
+        id=run.id,
+        capability="executions.demonstrate",
+        title="Demonstrate an execution",
+        pid=4242,
+        input={"steps": 1},
+        cancellable=True,
+        events=[msgspec.Raw(msgspec.json.encode(e)) for e in events],
+    )
+    received = msgspec.json.decode(msgspec.json.encode(sent), type=ReportInput)
+    assert received == ReportInput(
+        id=run.id,
+        capability="executions.demonstrate",
+        title="Demonstrate an execution",
+        pid=4242,
+        input={"steps": 1},
+        cancellable=True,
+        events=events,
+    )

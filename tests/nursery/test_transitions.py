@@ -15,7 +15,7 @@ import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
 
-from svc.nursery import EVENT_TYPES, ExecutionStore, IllegalMove, Limits
+from svc.nursery import EVENT_TYPES, Engine, ExecutionStore, IllegalMove, Limits
 from tests.nursery._probe import (
     ALLOWED,
     FINAL_STATES,
@@ -112,8 +112,7 @@ REGISTRY = build_probe_registry(GATES)
 async def drive(operations: list[Op]) -> None:
     GATES.reset()
     async with open_probe_executor(REGISTRY, ROOT, Limits(max_running=MAX_RUNNING)) as executor:
-        engine = executor.runtime.engine
-        assert engine is not None
+        engine = executor.components.get(Engine)
         tap = Tap(engine.store)
         runs: list[Any] = []
         asked: set[str] = set()

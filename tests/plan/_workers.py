@@ -26,10 +26,10 @@ from svc import Refused
 
 
 async def _race(root: Path, ids: list[str]) -> dict[str, Any]:
-    from svc._service import open_service
     from svc.capabilities import builtin_registry
+    from svc.host._service import open_service
     from svc.layer import Repository
-    from svc.registry import Actor
+    from svc.runtime import Actor
 
     cap = builtin_registry().by_id["plan.transition"]
     moved: list[str] = []

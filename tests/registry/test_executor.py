@@ -14,20 +14,8 @@ import trio.testing
 
 from svc import Internal, InvalidInput, NotFound
 from svc.layer import Repository
-from svc.nursery import Supervisor
-from svc.registry import (
-    Actor,
-    Cache,
-    Capability,
-    Example,
-    Executor,
-    Exposure,
-    Generation,
-    HttpExposure,
-    Module,
-    Runtime,
-    build_registry,
-)
+from svc.registry import Cache, Capability, Example, Exposure, HttpExposure, Module, build_registry
+from svc.runtime import Actor, Executor, Generation, Runtime, Supervisor
 
 MODULE = Module(id="demo", title="Demo", description="test capabilities")
 ACTOR = Actor(kind="internal")
@@ -86,12 +74,12 @@ def declare(cid: str, policy: Cache, calls: Calls, *, kind: str = "query", block
 async def harness(tmp_path: Path) -> AsyncIterator[tuple[Executor, dict[str, Calls]]]:
     calls = {name: Calls() for name in ("plain", "process", "ttl", "generation", "command", "block")}
     caps = [
-        declare("plain", Cache(), calls["plain"]),
+        declare("plain", Cache(policy="disabled"), calls["plain"]),
         declare("process", Cache(policy="process", max_entries=2), calls["process"]),
         declare("ttl", Cache(policy="process", max_entries=4, ttl_seconds=5), calls["ttl"]),
         declare("generation", Cache(policy="generation", max_entries=4), calls["generation"]),
-        declare("command", Cache(), calls["command"], kind="command"),
-        declare("block", Cache(), calls["block"], block=True),
+        declare("command", Cache(policy="disabled"), calls["command"], kind="command"),
+        declare("block", Cache(policy="disabled"), calls["block"], block=True),
     ]
     repo = Repository.discover(tmp_path)
     runtime = Runtime(registry=build_registry([MODULE], caps), repository=repo, generation=Generation(repo, stamp=b""))

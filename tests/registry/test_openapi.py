@@ -8,7 +8,7 @@ from openapi_spec_validator import validate
 
 from svc import __version__
 from svc.capabilities import builtin_registry
-from svc.registry import openapi_json, render_documents, render_openapi
+from svc.surfaces import openapi_json, render_documents, render_openapi
 
 EXTENSIONS = (
     "x-svc-id",

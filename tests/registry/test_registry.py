@@ -14,7 +14,6 @@ from svc.registry import (
     Cache,
     Capability,
     CliPreset,
-    Context,
     Example,
     Exposure,
     HttpExposure,
@@ -25,6 +24,7 @@ from svc.registry import (
     RegistryError,
     build_registry,
 )
+from svc.runtime import Context
 
 MODULE = Module(id="demo", title="Demo", description="test capabilities")
 

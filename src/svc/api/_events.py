@@ -39,7 +39,16 @@ from wsproto.utilities import RemoteProtocolError
 
 from svc._errors import InvalidInput, MethodNotAllowed, NotFound, SvcError, Unavailable
 from svc.api._http import Receive, Scope, Send, check_request, error_response, send_error
-from svc.nursery import PROTOCOL_VERSION, Engine, check_execution_id
+from svc.nursery import (
+    PROTOCOL_VERSION,
+    ClosingData,
+    Engine,
+    ReadyData,
+    StreamClosing,
+    StreamReady,
+    check_execution_id,
+)
+from svc.registry import ErrorBody, ErrorDetail
 
 __all__ = ["EventsChannel", "Subscription", "run_channel"]
 
@@ -80,16 +89,15 @@ async def run_channel(engine: Engine, subscription: Subscription, transport: Tra
     subscriber, replay, truncated = engine.store.subscribe(subscription.executions, subscription.after)
     heartbeat = engine.limits.heartbeat_seconds
     try:
-        ready: dict[str, object] = {
-            "protocol_version": PROTOCOL_VERSION,
-            "scope": "all" if subscription.executions is None else "executions",
-            "replayed": len(replay),
-            "truncated": truncated,
-            "heartbeat_seconds": heartbeat,
-        }
-        if subscription.executions:
-            ready["executions"] = sorted(subscription.executions)
-        await transport.send([_encoder.encode({"type": "stream.ready", "data": ready}).decode(), *replay])
+        ready = ReadyData(
+            protocol_version=PROTOCOL_VERSION,
+            scope="all" if subscription.executions is None else "executions",
+            replayed=len(replay),
+            truncated=truncated,
+            heartbeat_seconds=heartbeat,
+            executions=sorted(subscription.executions) if subscription.executions else None,
+        )
+        await transport.send([_encoder.encode(StreamReady(data=ready)).decode(), *replay])
         while True:
             with trio.move_on_after(heartbeat) as quiet:
                 await subscriber.wait()
@@ -100,7 +108,7 @@ async def run_channel(engine: Engine, subscription: Subscription, transport: Tra
             if frames:
                 await transport.send(frames)
             if subscriber.closing is not None:
-                closing = {"type": "stream.closing", "data": {"reason": subscriber.closing}}
+                closing = StreamClosing(data=ClosingData(reason=subscriber.closing))
                 await transport.send([_encoder.encode(closing).decode()])
                 await transport.close(1001)
                 return
@@ -172,13 +180,13 @@ class EventsChannel:
             await send_error(send, MethodNotAllowed(f"/events answers GET, not {scope['method']}", allow=("GET",)))
             return
         body = _encoder.encode(
-            {
-                "error": {
-                    "code": "upgrade_required",
-                    "message": "/events is a WebSocket; open it with an upgrade, or page history with "
+            ErrorBody(
+                error=ErrorDetail(
+                    code="upgrade_required",
+                    message="/events is a WebSocket; open it with an upgrade, or page history with "
                     "GET /api/v1/executions/events",
-                }
-            }
+                )
+            )
         )
         headers = [(b"content-type", b"application/json"), (b"upgrade", b"websocket"), (b"connection", b"Upgrade")]
         await send({"type": "http.response.start", "status": 426, "headers": headers})

@@ -23,7 +23,9 @@ from svc._errors import (
     PayloadTooLarge,
     SvcError,
 )
-from svc.registry import Actor, Capability, ErrorBody, ErrorDetail, Executor, http_write_refusal
+from svc.registry import Capability, ErrorBody, ErrorDetail
+from svc.runtime import Actor, Executor
+from svc.surfaces import SERVER_ROUTES
 
 __all__ = ["MAX_BODY", "PAGE_PREFIXES", "SvcApp", "check_request", "error_response", "loopback_host"]
 
@@ -37,9 +39,12 @@ _log = logging.getLogger("svc.http")
 
 MAX_BODY = 1024 * 1024
 API_PREFIX = "/api/v1/"
-#: Paths the page app serves (exact, or as a prefix when they end in "/").
-PAGE_PREFIXES: tuple[str, ...] = ("/swagger/", "/docs/", "/cockpit/")
-PAGE_PATHS: frozenset[str] = frozenset({"/", "/api/v1", "/openapi.json", "/swagger", "/docs", "/events", "/cockpit"})
+#: Paths the page app serves: every server route but `/mcp` (mounted beside it), exactly (`/docs/` also as
+#: `/docs`, which redirects), and the paths below those that have a subtree.
+PAGE_PATHS: frozenset[str] = frozenset(r.path.rstrip("/") or "/" for r in SERVER_ROUTES if r.category != "mcp")
+PAGE_PREFIXES: tuple[str, ...] = tuple(
+    r.path.rstrip("/") + "/" for r in SERVER_ROUTES if r.subtree and r.category != "mcp"
+)
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 _JSON_HEADERS = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
 _error_encoder = msgspec.json.Encoder()
@@ -173,8 +178,7 @@ class SvcApp:
         method: str = scope["method"]
         try:
             cap = self._route(method, path)
-            if cap.writes_repository:
-                raise http_write_refusal(cap)
+            self.executor.admit(cap, self._actor)
             if method == "GET":
                 params = self.executor.decode_text(cap, _query_items(scope))
             else:

@@ -9,7 +9,7 @@ Served: `initialize` (handshake era), `server/discover` (2026-07-28 era), `ping`
 `tools/call`, `resources/list`, `resources/read`, `resources/templates/list`. Every other method (prompts,
 subscriptions, logging, completion) has no handler, so the SDK answers -32601. Nothing is sent unasked.
 
-Errors of a call: `invalid_input`, `not_found`, `refused`, `forbidden`, `unavailable` are a tool result with
+Errors of a call (`error_result`, the one mapping): every `SvcError` but `internal` is a tool result with
 `isError` and the code in `_meta.svc.error.code`; `internal` is -32603 naming its correlation id; an unknown
 tool is -32602. An unknown resource is -32002 on a handshake-era connection and -32602 (with `data.uri`) on
 the 2026-07-28 era, which retired -32002.
@@ -31,17 +31,9 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from svc._errors import Forbidden, Internal, SvcError
-from svc.registry import (
-    OBJECT_TEMPLATE,
-    SERVER_NAME,
-    SERVER_TITLE,
-    Actor,
-    Executor,
-    McpAttachments,
-    ToolSpec,
-    mcp_catalog,
-)
+from svc._errors import Internal, SvcError
+from svc.runtime import Actor, Executor, McpAttachments
+from svc.surfaces import OBJECT_TEMPLATE, SERVER_NAME, SERVER_TITLE, ToolSpec, mcp_catalog
 
 if TYPE_CHECKING:
     from svc.layer import LayerObject, ObjectIndex
@@ -110,7 +102,13 @@ def new_peer(transport: str) -> str:
 
 
 def error_result(exc: SvcError) -> types.CallToolResult:
-    """A refusal as a tool result: `<code>: <message>`, `isError`, the code under `_meta.svc.error`."""
+    """A refusal as a tool result: `<code>: <message>`, `isError`, the code under `_meta.svc.error`.
+
+    Raises:
+        MCPError: -32603 with the message (its correlation id) when `exc` is `internal`.
+    """
+    if exc.code == Internal.code:
+        raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
     return types.CallToolResult(
         content=[types.TextContent(text=f"{exc.code}: {exc.message}")],
         is_error=True,
@@ -194,15 +192,9 @@ class LocalBackend:
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool {name!r}; tools/list names every tool")
         cap = self.runtime.registry.by_id[spec.capability]
         try:
-            if spec.writes_repository and actor.over_http:
-                raise Forbidden(
-                    f"MCP over HTTP (/mcp) never writes the repository; {name} runs over stdio (`svc mcp`)"
-                    + (f" or as `svc {cap.cli_text}`" if cap.cli_text else "")
-                )
+            self.executor.admit(cap, actor)
             body = await self.executor.call(cap, self.executor.decode_value(cap, arguments), actor=actor)
         except SvcError as exc:
-            if isinstance(exc, Internal) or exc.code == "internal":
-                raise MCPError(code=types.INTERNAL_ERROR, message=exc.message) from None
             return error_result(exc)
         value = self._decoder.decode(body)
         return types.CallToolResult(

@@ -21,7 +21,7 @@ from svc._errors import Unavailable
 from svc._version import __version__
 from svc.api._http import MAX_BODY, Receive, Scope, Send, send_error
 from svc.api._mcp import LocalBackend, build_server
-from svc.registry import Executor
+from svc.runtime import Executor
 
 __all__ = ["SECURITY", "SESSION_IDLE_SECONDS", "McpEndpoint"]
 

@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from svc.api._mcp import BRIDGE_HEADER, RESOURCE_NOT_FOUND, UnknownResource
-from svc.registry import Actor
+from svc.runtime import Actor
 
 __all__ = ["PING_SECONDS", "BackendLost", "RemoteBackend"]
 

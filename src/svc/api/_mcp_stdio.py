@@ -18,7 +18,7 @@ import trio
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from svc.registry import McpAttachments
+from svc.runtime import McpAttachments
 
 __all__ = ["StdioLines", "StdioWriter", "claim_stdio", "serve_stdio"]
 

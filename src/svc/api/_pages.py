@@ -11,10 +11,9 @@ import html
 import logging
 import mimetypes
 import secrets
-import subprocess
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from markdown_it import MarkdownIt
@@ -24,9 +23,11 @@ from quart_trio import QuartTrio
 from svc._errors import Internal, MethodNotAllowed, NotFound, SvcError
 from svc._version import __version__
 from svc.api._http import error_response
-from svc.registry import Runtime, openapi_json
+from svc.layer import run_git
+from svc.runtime import Runtime
+from svc.surfaces import SERVER_ROUTES, ServerRoute, openapi_json, server_route
 
-__all__ = ["build_pages", "home_document"]
+__all__ = ["SURFACES", "HomeDocument", "build_pages", "home_document"]
 
 _log = logging.getLogger("svc.pages")
 _SECURITY_HEADERS = {
@@ -37,20 +38,57 @@ _SECURITY_HEADERS = {
 _SWAGGER_FILES = frozenset(
     {"swagger-ui-bundle.js", "swagger-ui.css", "svc-swagger.js", "favicon-32x32.png", "LICENSE", "NOTICE"}
 )
-SURFACES: tuple[dict[str, str], ...] = (
-    {"id": "api", "title": "Capability registry (HTTP)", "path": "/api/v1", "category": "api"},
-    {"id": "openapi", "title": "OpenAPI 3.1 document", "path": "/openapi.json", "category": "api"},
-    {"id": "swagger", "title": "Swagger UI", "path": "/swagger", "category": "page"},
-    {"id": "docs", "title": "Repository documentation", "path": "/docs/", "category": "page"},
-    {"id": "mcp", "title": "MCP over HTTP", "path": "/mcp", "category": "mcp"},
-    {
-        "id": "events",
-        "title": "Live channel of executions (WebSocket)",
-        "path": "/events",
-        "category": "stream",
-    },
-    {"id": "cockpit", "title": "Cockpit", "path": "/cockpit", "category": "page"},
-)
+#: What the home page offers: every server route but the home page itself.
+SURFACES: tuple[ServerRoute, ...] = tuple(r for r in SERVER_ROUTES if r.path != "/")
+
+
+class Surface(msgspec.Struct, frozen=True, kw_only=True):
+    """One surface of the home page: a server route, and whether this process serves it (`ready`)."""
+
+    id: str
+    title: str
+    path: str
+    category: str
+    visibility: Literal["public"] = "public"
+    kind: Literal["route"] = "route"
+    ready: bool
+
+
+class HomeDocument(msgspec.Struct, frozen=True, kw_only=True):
+    """The JSON answer of `GET /`: what this server is, the checkout it serves, and every surface it offers."""
+
+    name: Literal["svc"] = "svc"
+    version: str
+    commit: str | None
+    dirty: bool | None
+    stale: bool
+    description: str
+    reference: str
+    repository: str
+    repository_id: str
+    git_repository_id: str | None
+    linked_worktree: bool
+    layer: bool
+    surfaces: list[Surface]
+    leaseholder: bool | None
+
+
+class ApiRoute(msgspec.Struct, frozen=True, kw_only=True):
+    """One capability route of `GET /api/v1`."""
+
+    method: str
+    path: str
+    capability: str
+    title: str
+
+
+class ApiIndex(msgspec.Struct, frozen=True, kw_only=True):
+    """The JSON answer of `GET /api/v1`: every capability route, and where their OpenAPI document is."""
+
+    description: str
+    openapi: str
+    swagger: str
+    routes: list[ApiRoute]
 
 
 def _json_response(data: Any, status: int = 200) -> Response:
@@ -88,55 +126,48 @@ def _source_dirty() -> bool | None:
     source = Path(__file__).resolve().parents[3]
     if not (source / ".git").exists():
         return None
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            check=True,
-            timeout=5,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return bool(out.strip())
+    out = run_git(source, "status", "--porcelain", "--untracked-files=no", timeout=5)
+    return None if out is None else bool(out.strip())
 
 
-def home_document(runtime: Runtime, served: frozenset[str]) -> dict[str, Any]:
-    """The JSON answer of `GET /`: what this server is and every surface it offers."""
+def home_document(runtime: Runtime, served: frozenset[str]) -> HomeDocument:
+    """The answer of `GET /`; `served` names the surfaces this process serves (the others are not `ready`)."""
     repo = runtime.repository
     common = str(repo.common_dir) if repo.common_dir is not None else None
-    return {
-        "name": "svc",
-        "version": __version__,
-        "commit": runtime.commit,
-        "dirty": _source_dirty(),
-        "stale": runtime.stale(),
-        "description": "The capability registry of this repository's AI layer, on 127.0.0.1.",
-        "reference": "/api/v1",
-        "repository": repo.name,
-        "repository_id": repo.id,
-        "git_repository_id": _git_repository_id(common),
-        "linked_worktree": repo.git_dir is not None and repo.git_dir != repo.common_dir,
-        "layer": repo.has_layer,
-        "surfaces": [{**s, "visibility": "public", "kind": "route", "ready": s["id"] in served} for s in SURFACES],
-        "leaseholder": runtime.server.leaseholder,
-    }
+    return HomeDocument(
+        version=__version__,
+        commit=runtime.commit,
+        dirty=_source_dirty(),
+        stale=runtime.stale(),
+        description="The capability registry of this repository's AI layer, on 127.0.0.1.",
+        reference=server_route("api").path,
+        repository=repo.name,
+        repository_id=repo.id,
+        git_repository_id=_git_repository_id(common),
+        linked_worktree=repo.git_dir is not None and repo.git_dir != repo.common_dir,
+        layer=repo.has_layer,
+        surfaces=[
+            Surface(id=r.id, title=r.title, path=r.path, category=r.category, ready=r.id in served) for r in SURFACES
+        ],
+        leaseholder=runtime.server.leaseholder,
+    )
 
 
-def _home_html(doc: dict[str, Any]) -> Response:
+def _home_html(doc: HomeDocument) -> Response:
     rows = "".join(
-        f"<tr><td><a href='{html.escape(s['path'])}'>{html.escape(s['path'])}</a></td>"
-        f"<td>{html.escape(s['title'])}</td><td>{'ready' if s['ready'] else 'not served'}</td></tr>"
-        for s in doc["surfaces"]
+        f"<tr><td><a href='{html.escape(s.path)}'>{html.escape(s.path)}</a></td>"
+        f"<td>{html.escape(s.title)}</td><td>{'ready' if s.ready else 'not served'}</td></tr>"
+        for s in doc.surfaces
     )
     note = (
         ""
-        if doc["layer"]
+        if doc.layer
         else "<p><strong>This checkout has no <code>.ai/</code> folder</strong>: the registry is served, "
         "but there is no layer content to read.</p>"
     )
     body = (
-        f"<h1>svc <span class=muted>{html.escape(doc['version'])}</span></h1>"
-        f"<p>Serving <strong>{html.escape(doc['repository'])}</strong>. {html.escape(doc['description'])}</p>"
+        f"<h1>svc <span class=muted>{html.escape(doc.version)}</span></h1>"
+        f"<p>Serving <strong>{html.escape(doc.repository)}</strong>. {html.escape(doc.description)}</p>"
         f"{note}<table><tr><th>path</th><th>surface</th><th>state</th></tr>{rows}</table>"
         "<p class=muted>Every route answers JSON; every capability is also an MCP tool and a CLI command "
         "where its exposure says so.</p>"
@@ -182,24 +213,18 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
 
     @app.get("/api/v1")
     async def api_index() -> Response:
-        registry = runtime.registry
         routes = [
-            {
-                "method": c.exposure.http.method,
-                "path": c.exposure.http.path,
-                "capability": c.id,
-                "title": c.title,
-            }
-            for c in registry.capabilities
+            ApiRoute(method=c.exposure.http.method, path=c.exposure.http.path, capability=c.id, title=c.title)
+            for c in runtime.registry.capabilities
             if c.exposure.http is not None
         ]
         return _json_response(
-            {
-                "description": "Every capability route of this server; each operationId is a capability id.",
-                "openapi": "/openapi.json",
-                "swagger": "/swagger",
-                "routes": sorted(routes, key=lambda r: (r["path"], r["method"])),
-            }
+            ApiIndex(
+                description="Every capability route of this server; each operationId is a capability id.",
+                openapi=server_route("openapi").path,
+                swagger=server_route("swagger").path,
+                routes=sorted(routes, key=lambda r: (r.path, r.method)),
+            )
         )
 
     @app.get("/openapi.json")

@@ -16,7 +16,8 @@ from svc.api._http import ASGIApp, SvcApp
 from svc.api._listen import UpgradeHandler, serve_connections
 from svc.api._mcp_http import McpEndpoint
 from svc.api._pages import build_pages
-from svc.registry import Executor
+from svc.nursery import Engine
+from svc.runtime import Executor
 
 __all__ = ["DEFAULT_PORT", "bind_loopback", "serve_http"]
 
@@ -77,7 +78,7 @@ async def serve_http(
     errorlog.setLevel(logging.WARNING)
     config.errorlog = errorlog
     config.include_server_header = False
-    engine = executor.runtime.engine
+    engine = executor.components.find(Engine)
     mcp = McpEndpoint(executor)
     mounts: dict[str, ASGIApp] = {"/mcp": mcp}
     upgrades: dict[bytes, UpgradeHandler] = {}

@@ -10,28 +10,15 @@ from msgspec import Meta
 
 from svc._errors import InvalidInput
 from svc.layer import Repository
-from svc.registry import (
-    DOCUMENTS,
-    MANIFEST,
-    Cache,
-    Capability,
-    Context,
-    Example,
-    Exposure,
-    HttpExposure,
-    McpExposure,
-    McpResource,
-    Module,
-    Registry,
-    render_documents,
-)
+from svc.registry import Cache, Declarations, Example, McpResource, Module, Registry
+from svc.runtime import Context
+from svc.surfaces import DOCUMENTS, MANIFEST, render_documents
 
 MODULE = Module(
     id="artifacts",
     title="Artifacts",
     description="Documents generated from the registry (OpenAPI, registry, CLI reference) and their copies.",
 )
-_SOURCE = "src/svc/capabilities/_artifacts.py"
 
 ArtifactFormat = Literal["json", "yaml", "markdown"]
 ArtifactState = Literal["current", "stale", "missing", "present"]
@@ -220,10 +207,11 @@ async def list_artifacts(ctx: Context, params: ArtifactsInput) -> ArtifactReport
     return report(derived, on_disk, params)
 
 
+declare = Declarations[Context](MODULE, source=__name__)
+
 CAPABILITIES = (
-    Capability(
-        id="artifacts.list",
-        module="artifacts",
+    declare.query(
+        "list",
         title="Generated documents and their committed copies",
         description=(
             "The documents rendered from the registry (OpenAPI, registry, CLI reference) in each format, and "
@@ -236,13 +224,10 @@ CAPABILITIES = (
             Example(name="all", input={}),
             Example(name="registry_yaml", input={"document": "registry", "format": "yaml"}),
         ),
-        tags=("artifacts",),
-        exposure=Exposure(
-            http=HttpExposure(method="GET", path="/api/v1/artifacts"),
-            mcp=McpExposure(tool="svc_artifacts", resource=McpResource(uri="svc://artifacts", name="artifacts")),
-            cli=("artifacts", "list"),
-        ),
+        http="GET /api/v1/artifacts",
+        tool="svc_artifacts",
+        resource=McpResource(uri="svc://artifacts", name="artifacts"),
+        cli="artifacts list",
         cache=Cache(policy="process", max_entries=8, ttl_seconds=5),
-        source_path=_SOURCE,
     ),
 )

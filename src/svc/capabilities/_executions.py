@@ -15,43 +15,32 @@ from svc.nursery import (
     STREAM_TYPES,
     Engine,
     ExecutionEvent,
+    ExecutionId,
     ExecutionView,
+    ReportAnswer,
+    ReportInput,
     event_schema,
     stream_schema,
 )
 from svc.nursery._events import ExecutionState
-from svc.registry import (
-    Benchmark,
-    Capability,
-    Context,
-    Example,
-    Exposure,
-    HttpExposure,
-    McpExposure,
-    McpResource,
-    Module,
-    NoInput,
-    http_write_refusal,
-    input_problems,
-)
+from svc.registry import Benchmark, Declarations, Example, McpResource, Module, NoInput, input_problems
+from svc.runtime import Context
 
 MODULE = Module(
     id="executions",
     title="Executions",
     description="Capabilities run as watched executions: start, follow, page, cancel, and report from another process.",
 )
-_SOURCE = "src/svc/capabilities/_executions.py"
+#: An execution id no server has run: the lookups answer 404 with it (executions live in memory only).
 _EXAMPLE_ID = "x-20261121T120000Z-0123abcd"
+#: The id the reporting example mirrors (distinct, so that the lookups' answers do not depend on order).
+_REPORTED_ID = "x-20261121T120000Z-4242abcd"
+_UNKNOWN = "an execution this server never ran: 404 not_found"
 _TRANSIENT = Benchmark(policy="waived", reason="transient_state")
-
-ExecutionId = Annotated[str, Meta(description="an execution id, x-<UTC timestamp>-<8 hex>")]
 
 
 def _engine(ctx: Context) -> Engine:
-    engine = ctx.runtime.engine
-    if engine is None:
-        raise Unavailable("this process runs no execution engine")
-    return engine
+    return ctx.components.get(Engine)
 
 
 class StartInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -166,27 +155,6 @@ class ProtocolReport(msgspec.Struct, frozen=True, kw_only=True):
     limits: LimitsView
 
 
-class ReportInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A batch of events of an execution running in another process."""
-
-    id: ExecutionId
-    capability: str
-    title: str
-    pid: Annotated[int, Meta(ge=1, le=4294967295)]
-    input: Any = None
-    cancellable: bool = False
-    events: Annotated[list[ExecutionEvent], Meta(max_length=500)] = []
-
-
-class ReportAnswer(msgspec.Struct, frozen=True, kw_only=True):
-    """What the server applied, where the next report starts, and whether a stop was asked."""
-
-    applied: int
-    through: int
-    cancel_requested: bool
-    execution: ExecutionView
-
-
 async def start(ctx: Context, params: StartInput) -> ExecutionView:
     """Queue an execution and answer at once (state `queued`).
 
@@ -198,8 +166,7 @@ async def start(ctx: Context, params: StartInput) -> ExecutionView:
         raise Unavailable("the server is stopping; it takes no new execution")
     cap = engine.find_capability(params.capability)
     engine.check_executable(cap)
-    if cap.writes_repository and ctx.actor.over_http:
-        raise http_write_refusal(cap)
+    engine.executor.admit(cap, ctx.actor)
     problems = input_problems(cap, params.input)
     if problems:
         raise InvalidInput(f"input of {cap.id}: " + "; ".join(problems))
@@ -332,119 +299,110 @@ async def report(ctx: Context, params: ReportInput) -> ReportAnswer:
     )
 
 
-def _exposure(method: str, path: str, tool: str | None, cli: tuple[str, ...] = (), **extra: Any) -> Exposure:
-    return Exposure(
-        http=HttpExposure(method=method, path=f"/api/v1/executions{path}"),  # type: ignore[arg-type]
-        mcp=McpExposure(tool=tool, **extra) if tool else None,
-        cli=cli,
-    )
-
-
-def _cap(cid: str, title: str, description: str, **fields: Any) -> Capability:
-    return Capability(
-        id=f"executions.{cid}",
-        module="executions",
-        title=title,
-        description=description,
-        tags=("executions",),
-        stability="implemented",
-        source_path=_SOURCE,
-        **fields,
-    )
-
+declare = Declarations[Context](MODULE, source=__name__)
 
 CAPABILITIES = (
-    _cap(
+    declare.command(
         "start",
-        "Start an execution",
-        "Check the input against the named capability's own schema, queue the work, and answer at once "
-        "(state queued). The execution runs through the same executor as every surface.",
-        kind="command",
+        title="Start an execution",
+        description=(
+            "Check the input against the named capability's own schema, queue the work, and answer at once "
+            "(state queued). The execution runs through the same executor as every surface."
+        ),
         input=StartInput,
         output=ExecutionView,
         handler=start,
         examples=(Example(name="demonstrate", input={"capability": "executions.demonstrate", "input": {"steps": 0}}),),
-        exposure=_exposure("POST", "/start", "svc_execution_start", ("run",)),
+        http="POST /api/v1/executions/start",
+        tool="svc_execution_start",
+        cli="run",
     ),
-    _cap(
+    declare.query(
         "list",
-        "List executions",
-        "Executions remembered by this server, newest first, with tallies of the whole store.",
+        title="List executions",
+        description="Executions remembered by this server, newest first, with tallies of the whole store.",
         input=ExecutionListInput,
         output=ExecutionList,
         handler=list_executions,
         examples=(Example(name="recent", input={"limit": 20}),),
-        exposure=_exposure(
-            "GET",
-            "",
-            "svc_executions",
-            ("executions", "list"),
-            resource=McpResource(uri="svc://executions", name="executions"),
-        ),
+        http="GET /api/v1/executions",
+        tool="svc_executions",
+        resource=McpResource(uri="svc://executions", name="executions"),
+        cli="executions list",
         cli_remote=True,
     ),
-    _cap(
+    declare.query(
         "get",
-        "Show one execution",
-        "One execution with its steps, progress, diagnostics and links.",
+        title="Show one execution",
+        description="One execution with its steps, progress, diagnostics and links.",
         input=IdInput,
         output=ExecutionView,
         handler=get,
-        examples=(Example(name="by_id", input={"id": _EXAMPLE_ID}),),
-        exposure=_exposure("GET", "/get", "svc_execution", ("executions", "show")),
+        examples=(Example(name="by_id", input={"id": _EXAMPLE_ID}, status=404, description=_UNKNOWN),),
+        http="GET /api/v1/executions/get",
+        tool="svc_execution",
+        cli="executions show",
         benchmark=_TRANSIENT,
         cli_remote=True,
     ),
-    _cap(
+    declare.query(
         "events",
-        "Page an execution's events",
-        "Retained events with a sequence above `after`, oldest first; `last_sequence` is the cursor for the "
-        "next page and for the live channel.",
+        title="Page an execution's events",
+        description=(
+            "Retained events with a sequence above `after`, oldest first; `last_sequence` is the cursor for the "
+            "next page and for the live channel."
+        ),
         input=EventsInput,
         output=EventHistory,
         handler=events,
-        examples=(Example(name="from_start", input={"id": _EXAMPLE_ID, "after": 0}),),
-        exposure=_exposure("GET", "/events", "svc_execution_events", ("executions", "events")),
+        examples=(Example(name="from_start", input={"id": _EXAMPLE_ID, "after": 0}, status=404, description=_UNKNOWN),),
+        http="GET /api/v1/executions/events",
+        tool="svc_execution_events",
+        cli="executions events",
         benchmark=_TRANSIENT,
         cli_remote=True,
     ),
-    _cap(
+    declare.command(
         "cancel",
-        "Cancel an execution",
-        "Ask an execution to stop: a queued one ends at once, a running cancellable one is cancelled, a "
-        "non-cancellable one runs to completion and the answer says so.",
-        kind="command",
+        title="Cancel an execution",
+        description=(
+            "Ask an execution to stop: a queued one ends at once, a running cancellable one is cancelled, a "
+            "non-cancellable one runs to completion and the answer says so."
+        ),
         input=IdInput,
         output=CancelReport,
         handler=cancel,
-        examples=(Example(name="by_id", input={"id": _EXAMPLE_ID}),),
-        exposure=_exposure("POST", "/cancel", "svc_execution_cancel", ("executions", "cancel")),
+        examples=(Example(name="by_id", input={"id": _EXAMPLE_ID}, status=404, description=_UNKNOWN),),
+        http="POST /api/v1/executions/cancel",
+        tool="svc_execution_cancel",
+        cli="executions cancel",
         benchmark=_TRANSIENT,
         cli_remote=True,
     ),
-    _cap(
+    declare.query(
         "protocol",
-        "Live channel protocol",
-        "The WebSocket path, subscription parameters, event and stream types with their JSON Schemas, the "
-        "heartbeat, and the store bounds.",
+        title="Live channel protocol",
+        description=(
+            "The WebSocket path, subscription parameters, event and stream types with their JSON Schemas, the "
+            "heartbeat, and the store bounds."
+        ),
         input=NoInput,
         output=ProtocolReport,
         handler=protocol,
         examples=(Example(name="protocol", input={}),),
-        exposure=_exposure(
-            "GET",
-            "/protocol",
-            "svc_execution_protocol",
-            ("executions", "protocol"),
-            resource=McpResource(uri="svc://executions/protocol", name="executions protocol"),
-        ),
+        http="GET /api/v1/executions/protocol",
+        tool="svc_execution_protocol",
+        resource=McpResource(uri="svc://executions/protocol", name="executions protocol"),
+        cli="executions protocol",
         cli_remote=True,
     ),
-    _cap(
+    declare.query(
         "demonstrate",
-        "Demonstrate an execution",
-        "Walk through `steps` steps (logs, progress, a wait of `delay_ms` each), failing at `fail_at` when "
-        "asked. Reads and writes nothing; observes cancellation between steps and while waiting.",
+        title="Demonstrate an execution",
+        description=(
+            "Walk through `steps` steps (logs, progress, a wait of `delay_ms` each), failing at `fail_at` when "
+            "asked. Reads and writes nothing; observes cancellation between steps and while waiting."
+        ),
         input=DemonstrateInput,
         output=DemonstrateReport,
         handler=demonstrate,
@@ -452,15 +410,17 @@ CAPABILITIES = (
             Example(name="instant", input={"steps": 0}),
             Example(name="three_steps", input={"steps": 3}),
         ),
-        exposure=_exposure("GET", "/demonstrate", "svc_demonstrate_execution"),
+        http="GET /api/v1/executions/demonstrate",
+        tool="svc_demonstrate_execution",
         cancellable=True,
     ),
-    _cap(
+    declare.command(
         "report",
-        "Report an execution from another process",
-        "`svc run` reports its events here in batches of at most 500 (an empty batch is a heartbeat); each "
-        "event is applied once and in order. Changes only this server's memory.",
-        kind="command",
+        title="Report an execution from another process",
+        description=(
+            "`svc run` reports its events here in batches of at most 500 (an empty batch is a heartbeat); each "
+            "event is applied once and in order. Changes only this server's memory."
+        ),
         input=ReportInput,
         output=ReportAnswer,
         handler=report,
@@ -468,14 +428,14 @@ CAPABILITIES = (
             Example(
                 name="heartbeat",
                 input={
-                    "id": _EXAMPLE_ID,
+                    "id": _REPORTED_ID,
                     "capability": "executions.demonstrate",
                     "title": "Demo",
                     "pid": 4242,
                 },
             ),
         ),
-        exposure=Exposure(http=HttpExposure(method="POST", path="/api/v1/executions/report")),
+        http="POST /api/v1/executions/report",
         benchmark=_TRANSIENT,
     ),
 )

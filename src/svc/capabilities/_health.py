@@ -11,26 +11,14 @@ from svc._version import __version__
 from svc.capabilities._artifacts import ArtifactsInput, compare, report
 from svc.layer import YamlError, load_yaml, pid_alive, read_lease, read_manifest
 from svc.mesh_udp import Mesh
-from svc.registry import (
-    Cache,
-    Capability,
-    Context,
-    Example,
-    Exposure,
-    HttpExposure,
-    McpExposure,
-    McpResource,
-    Module,
-    NoInput,
-    Runtime,
-)
+from svc.registry import Cache, Declarations, Example, McpResource, Module, NoInput
+from svc.runtime import Context, Runtime
 
 MODULE = Module(
     id="health",
     title="Health",
     description="Whether svc is alive, ready, and how the layer, registry, Git, documents and server stand.",
 )
-_SOURCE = "src/svc/capabilities/_health.py"
 
 Status = Literal["ok", "warn", "fail", "unknown"]
 _ORDER: dict[str, int] = {"ok": 0, "warn": 1, "fail": 2, "unknown": 3}
@@ -274,9 +262,9 @@ def _server_check(runtime: Runtime) -> HealthCheck:
     )
 
 
-def _mesh_check(runtime: Runtime) -> HealthCheck:
+def _mesh_check(runtime: Runtime, served: Mesh | None) -> HealthCheck:
     title = "Mesh"
-    mesh = runtime.mesh if runtime.mesh is not None else Mesh.idle(runtime.repository)
+    mesh = served if served is not None else Mesh.idle(runtime.repository)
     reading = mesh.reading
     where = reading.path or ".ai/repo/mesh/"
     evidence = [f"declaration: {reading.path}"] if reading.path else []
@@ -287,7 +275,7 @@ def _mesh_check(runtime: Runtime) -> HealthCheck:
     dropped = [f"dropped: {line}" for line in reading.dropped]
     if not reading.enabled:
         return _check("mesh", title, "ok", "the mesh is off, as declared", where, evidence=evidence + dropped)
-    if runtime.mesh is None:
+    if served is None:
         return _check(
             "mesh",
             title,
@@ -317,7 +305,7 @@ def _mesh_check(runtime: Runtime) -> HealthCheck:
     return _check("mesh", title, status, detail, "this server", evidence=evidence + dropped, findings=failed)
 
 
-def _health(runtime: Runtime) -> Health:
+def _health(runtime: Runtime, mesh: Mesh | None) -> Health:
     checks = [
         _layer_check(runtime),
         _check(
@@ -333,7 +321,7 @@ def _health(runtime: Runtime) -> Health:
         _benchmark_check(runtime),
         _generated_check(runtime),
         _server_check(runtime),
-        _mesh_check(runtime),
+        _mesh_check(runtime, mesh),
     ]
     counts = {s: sum(c.status == s for c in checks) for s in _ORDER}
     worst = max(checks, key=lambda c: _ORDER[c.status]).status
@@ -342,58 +330,49 @@ def _health(runtime: Runtime) -> Health:
 
 async def health_report(ctx: Context, params: NoInput) -> Health:
     """Run every check (file reads happen in a worker thread)."""
-    return await trio.to_thread.run_sync(_health, ctx.runtime)
+    return await trio.to_thread.run_sync(_health, ctx.runtime, ctx.components.find(Mesh))
 
 
-_LIVE = Capability(
-    id="health.live",
-    module="health",
-    title="Liveness",
-    description="The process answers, and which version answered. No index build, no file read, no network.",
-    input=NoInput,
-    output=Liveness,
-    handler=live,
-    examples=(Example(name="live", input={}),),
-    tags=("health",),
-    exposure=Exposure(http=HttpExposure(method="GET", path="/api/v1/live"), cli=("health", "live")),
-    source_path=_SOURCE,
-)
+declare = Declarations[Context](MODULE, source=__name__)
 
 CAPABILITIES = (
-    _LIVE,
-    Capability(
-        id="health.ready",
-        module="health",
+    declare.query(
+        "live",
+        title="Liveness",
+        description="The process answers, and which version answered. No index build, no file read, no network.",
+        input=NoInput,
+        output=Liveness,
+        handler=live,
+        examples=(Example(name="live", input={}),),
+        http="GET /api/v1/live",
+        cli="health live",
+    ),
+    declare.query(
+        "ready",
         title="Readiness",
         description="Whether the registry and the layer index are resident and the executable is unchanged.",
         input=NoInput,
         output=Readiness,
         handler=ready,
         examples=(Example(name="ready", input={}),),
-        tags=("health",),
-        exposure=Exposure(http=HttpExposure(method="GET", path="/api/v1/ready"), cli=("health", "ready")),
-        source_path=_SOURCE,
+        http="GET /api/v1/ready",
+        cli="health ready",
     ),
-    Capability(
-        id="health.report",
-        module="health",
+    declare.query(
+        "report",
         title="Health report",
         description=(
             "Every health check (layer, registry, scope, git, benchmark-coverage, generated-registry, "
-            "server, "
-            "mesh) with what decided it; the worst status wins."
+            "server, mesh) with what decided it; the worst status wins."
         ),
         input=NoInput,
         output=Health,
         handler=health_report,
         examples=(Example(name="report", input={}),),
-        tags=("health",),
-        exposure=Exposure(
-            http=HttpExposure(method="GET", path="/api/v1/health"),
-            mcp=McpExposure(tool="svc_health", resource=McpResource(uri="svc://health", name="health")),
-            cli=("health", "report"),
-        ),
+        http="GET /api/v1/health",
+        tool="svc_health",
+        resource=McpResource(uri="svc://health", name="health"),
+        cli="health report",
         cache=Cache(policy="process", max_entries=4, ttl_seconds=5),
-        source_path=_SOURCE,
     ),
 )

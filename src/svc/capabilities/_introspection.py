@@ -8,26 +8,15 @@ import msgspec
 from msgspec import Meta
 
 from svc._errors import NotFound
-from svc.registry import (
-    Cache,
-    Capability,
-    CapabilityView,
-    Context,
-    Example,
-    Exposure,
-    HttpExposure,
-    McpExposure,
-    Module,
-    descriptor,
-)
-from svc.registry._surfaces import Reachable, reachable
+from svc.registry import Cache, Capability, CapabilityView, Declarations, Example, Module, descriptor
+from svc.runtime import Context
+from svc.surfaces._surfaces import Reachable, reachable
 
 MODULE = Module(
     id="capabilities",
     title="Capabilities",
     description="The capability registry describing itself: what exists, and which surface reaches it.",
 )
-_SOURCE = "src/svc/capabilities/_introspection.py"
 
 
 class ListInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -243,10 +232,11 @@ async def projections(ctx: Context, params: ProjectionsInput) -> ClosureMatrix:
     return ClosureMatrix(rows=rows, unbacked=list(surfaces.unbacked), findings=findings)
 
 
+declare = Declarations[Context](MODULE, source=__name__)
+
 CAPABILITIES = (
-    Capability(
-        id="capabilities.list",
-        module="capabilities",
+    declare.query(
+        "list",
         title="List capabilities",
         description="Every capability of the registry, described in full, with tallies over the registry.",
         input=ListInput,
@@ -256,18 +246,13 @@ CAPABILITIES = (
             Example(name="all", input={}, description="the whole registry"),
             Example(name="mcp_queries", input={"kind": "query", "exposure": "mcp"}),
         ),
-        tags=("capabilities",),
-        exposure=Exposure(
-            http=HttpExposure(method="GET", path="/api/v1/capabilities"),
-            mcp=McpExposure(tool="svc_capabilities"),
-            cli=("capabilities", "list"),
-        ),
+        http="GET /api/v1/capabilities",
+        tool="svc_capabilities",
+        cli="capabilities list",
         cache=Cache(policy="process", max_entries=16),
-        source_path=_SOURCE,
     ),
-    Capability(
-        id="capabilities.projections",
-        module="capabilities",
+    declare.query(
+        "projections",
         title="Closure matrix of the surfaces",
         description=(
             "For every capability, the surfaces it declares (HTTP, MCP, CLI) and whether each really reaches "
@@ -280,30 +265,21 @@ CAPABILITIES = (
             Example(name="all", input={}),
             Example(name="unmet", input={"unmet": True}, description="only what is not closed"),
         ),
-        tags=("capabilities",),
-        exposure=Exposure(
-            http=HttpExposure(method="GET", path="/api/v1/capabilities/projections"),
-            mcp=McpExposure(tool="svc_projections"),
-            cli=("capabilities", "projections"),
-        ),
+        http="GET /api/v1/capabilities/projections",
+        tool="svc_projections",
+        cli="capabilities projections",
         cache=Cache(policy="process", max_entries=8),
-        source_path=_SOURCE,
     ),
-    Capability(
-        id="capabilities.describe",
-        module="capabilities",
+    declare.query(
+        "describe",
         title="Describe one capability",
         description="One capability by id: schemas, examples, exposure, policies and classification.",
         input=DescribeInput,
         output=CapabilityView,
         handler=describe,
         examples=(Example(name="live", input={"id": "health.live"}),),
-        tags=("capabilities",),
-        exposure=Exposure(
-            http=HttpExposure(method="GET", path="/api/v1/capability"),
-            mcp=McpExposure(tool="svc_capability"),
-            cli=("capabilities", "describe"),
-        ),
-        source_path=_SOURCE,
+        http="GET /api/v1/capability",
+        tool="svc_capability",
+        cli="capabilities describe",
     ),
 )

@@ -15,24 +15,9 @@ import msgspec
 from msgspec import Meta
 
 from svc._version import __version__
-from svc.registry import (
-    OBJECT_TEMPLATE,
-    PROTOCOL_VERSIONS,
-    SERVED_METHODS,
-    SERVER_NAME,
-    SERVER_TITLE,
-    Capability,
-    Context,
-    Example,
-    Exposure,
-    Hints,
-    HttpExposure,
-    McpExposure,
-    McpResource,
-    Module,
-    Runtime,
-    mcp_catalog,
-)
+from svc.registry import Declarations, Example, Hints, McpResource, Module
+from svc.runtime import Context, Runtime
+from svc.surfaces import OBJECT_TEMPLATE, PROTOCOL_VERSIONS, SERVED_METHODS, SERVER_NAME, SERVER_TITLE, mcp_catalog
 
 __all__ = ["CLIENTS", "LAUNCHER", "LAUNCHER_PATH", "client_entry", "client_standing"]
 
@@ -42,7 +27,6 @@ MODULE = Module(
     description="The MCP projection of the registry: tools, resources, transports and the clients that reach it.",
     stability="experimental",
 )
-_SOURCE = "src/svc/capabilities/_mcp.py"
 
 Effect = Literal["read", "process_state", "repository_mutation"]
 Standing = Literal["wired", "foreign", "absent"]
@@ -309,10 +293,11 @@ async def projection(ctx: Context, params: ProjectionInput) -> McpProjection:
     )
 
 
+declare = Declarations[Context](MODULE, source=__name__)
+
 CAPABILITIES = (
-    Capability(
-        id="mcp.projection",
-        module="mcp",
+    declare.query(
+        "projection",
         title="MCP projection",
         description=(
             "What the MCP server serves and to whom: server identity, accepted protocol versions (newest "
@@ -328,12 +313,9 @@ CAPABILITIES = (
             Example(name="all", input={}, description="every tool"),
             Example(name="writers", input={"effect": "repository_mutation"}, description="the repository writers"),
         ),
-        tags=("mcp",),
+        http="GET /api/v1/mcp",
+        tool="svc_mcp",
+        resource=McpResource(uri="svc://mcp", name="mcp"),
         stability="experimental",
-        exposure=Exposure(
-            http=HttpExposure(method="GET", path="/api/v1/mcp"),
-            mcp=McpExposure(tool="svc_mcp", resource=McpResource(uri="svc://mcp", name="mcp")),
-        ),
-        source_path=_SOURCE,
     ),
 )

@@ -1,6 +1,6 @@
 """`mesh.*` (discovery): status, identity, nodes, register, doctor and firewall.
 
-The mesh runs in the serving server (`runtime.mesh`, started by `svc serve`); a process that does not
+The mesh runs in the serving server (its `Mesh` component, started by `svc serve`); a process that does not
 serve it answers from the declaration and the key file alone, and says so. Everything is experimental,
 uncached, and answers problems inside a 200 body (doctor checks, firewall observations, register refusals).
 """
@@ -31,19 +31,8 @@ from svc.mesh_udp import (
     run_doctor,
     select_interfaces,
 )
-from svc.registry import (
-    Benchmark,
-    Capability,
-    Context,
-    Example,
-    Exposure,
-    HttpExposure,
-    McpExposure,
-    McpResource,
-    Module,
-    NoInput,
-    Runtime,
-)
+from svc.registry import Benchmark, Declarations, Example, McpResource, Module, NoInput
+from svc.runtime import Context, Runtime
 
 MODULE = Module(
     id="mesh",
@@ -54,7 +43,6 @@ MODULE = Module(
     ),
     stability="experimental",
 )
-_SOURCE = "src/svc/capabilities/_mesh.py"
 
 #: A registration signed with the RFC 8032 test key at 2026-01-01T00:00:00Z: well formed, long stale.
 EXAMPLE_ENVELOPE: dict[str, Any] = {
@@ -95,7 +83,7 @@ class FirewallInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
 
 async def _mesh(ctx: Context) -> Mesh:
-    mesh = ctx.runtime.mesh
+    mesh = ctx.components.find(Mesh)
     if mesh is not None:
         return mesh
     return await trio.to_thread.run_sync(Mesh.idle, ctx.runtime.repository)
@@ -140,7 +128,7 @@ async def nodes(ctx: Context, params: NoInput) -> NodeList:
 
 async def register(ctx: Context, params: RegisterInput) -> RegisterAnswer:
     """Check an envelope like a datagram, record it when it holds, answer this node's envelope and candidates."""
-    mesh = ctx.runtime.mesh
+    mesh = ctx.components.find(Mesh)
     if mesh is None or not mesh.active:
         return RegisterAnswer(accepted=False, refusal="not_active", candidates=[])
     return mesh.register(params.envelope)
@@ -148,15 +136,14 @@ async def register(ctx: Context, params: RegisterInput) -> RegisterAnswer:
 
 async def doctor(ctx: Context, params: NoInput) -> MeshDoctorReport:
     """Every prerequisite of the mesh, with impact and remedy for each failure, then the server's verdict."""
-    mesh = ctx.runtime.mesh
+    mesh = ctx.components.find(Mesh)
     network = mesh.network if mesh is not None else SystemNetwork()
     return await trio.to_thread.run_sync(
         lambda: run_doctor(ctx.runtime.repository, mesh, host=SystemHost(), interfaces=network.interfaces())
     )
 
 
-def _firewall(runtime: Runtime, port: int | None) -> FirewallReport:
-    mesh = runtime.mesh
+def _firewall(runtime: Runtime, mesh: Mesh | None, port: int | None) -> FirewallReport:
     reading = mesh.reading if mesh is not None else read_declaration(runtime.repository)
     decl = reading.declaration
     network = mesh.network if mesh is not None else SystemNetwork()
@@ -167,113 +154,121 @@ def _firewall(runtime: Runtime, port: int | None) -> FirewallReport:
 
 async def firewall(ctx: Context, params: FirewallInput) -> FirewallReport:
     """The inbound rules the mesh needs, how to admit them, what the firewall does now, recent drops."""
-    return await trio.to_thread.run_sync(_firewall, ctx.runtime, params.port)
+    return await trio.to_thread.run_sync(_firewall, ctx.runtime, ctx.components.find(Mesh), params.port)
 
 
-def _exposure(method: str, path: str, tool: str, cli: tuple[str, ...] = (), **extra: Any) -> Exposure:
-    return Exposure(
-        http=HttpExposure(method=method, path=f"/api/v1/mesh{path}"),  # type: ignore[arg-type]
-        mcp=McpExposure(tool=tool, **extra),
-        cli=cli,
-    )
-
-
-def _cap(cid: str, title: str, description: str, **fields: Any) -> Capability:
-    return Capability(
-        id=f"mesh.{cid}",
-        module="mesh",
-        title=title,
-        description=description,
-        tags=("mesh",),
-        stability="experimental",
-        source_path=_SOURCE,
-        **fields,
-    )
-
+declare = Declarations[Context](MODULE, source=__name__)
 
 CAPABILITIES = (
-    _cap(
+    declare.query(
         "status",
-        "Mesh status",
-        "Whether the mesh runs in this server and, if not, why; this node's public identity; each discovery "
-        "provider with its state and datagrams sent and received; registry tallies; refused datagrams by "
-        "reason.",
+        title="Mesh status",
+        description=(
+            "Whether the mesh runs in this server and, if not, why; this node's public identity; each discovery "
+            "provider with its state and datagrams sent and received; registry tallies; refused datagrams by "
+            "reason."
+        ),
         input=NoInput,
         output=MeshStatus,
         handler=status,
         examples=(Example(name="status", input={}),),
-        exposure=_exposure(
-            "GET", "", "svc_mesh", ("mesh", "status"), resource=McpResource(uri="svc://mesh", name="mesh")
-        ),
+        http="GET /api/v1/mesh",
+        tool="svc_mesh",
+        resource=McpResource(uri="svc://mesh", name="mesh"),
+        cli="mesh status",
+        stability="experimental",
         cli_remote=True,
     ),
-    _cap(
+    declare.query(
         "identity",
-        "Node identity",
-        "The public half of this node's identity (node id, public key, display name) and where its key file "
-        "is; the signing key appears nowhere. An absent key file is an answer, not an error.",
+        title="Node identity",
+        description=(
+            "The public half of this node's identity (node id, public key, display name) and where its key file "
+            "is; the signing key appears nowhere. An absent key file is an answer, not an error."
+        ),
         input=NoInput,
         output=MeshIdentityReport,
         handler=identity,
         examples=(Example(name="identity", input={}),),
-        exposure=_exposure("GET", "/identity", "svc_mesh_identity", ("mesh", "identity")),
+        http="GET /api/v1/mesh/identity",
+        tool="svc_mesh_identity",
+        cli="mesh identity",
+        stability="experimental",
         cli_remote=True,
     ),
-    _cap(
+    declare.query(
         "nodes",
-        "Discovered nodes",
-        "Every runtime heard of, present ones first: trust, presence, endpoints (the sender's own address "
-        "first), capabilities, repositories, versions, and through which sources and when it was heard.",
+        title="Discovered nodes",
+        description=(
+            "Every runtime heard of, present ones first: trust, presence, endpoints (the sender's own address "
+            "first), capabilities, repositories, versions, and through which sources and when it was heard."
+        ),
         input=NoInput,
         output=NodeList,
         handler=nodes,
         examples=(Example(name="nodes", input={}),),
-        exposure=_exposure("GET", "/nodes", "svc_mesh_nodes", ("mesh", "nodes")),
+        http="GET /api/v1/mesh/nodes",
+        tool="svc_mesh_nodes",
+        cli="mesh nodes",
+        stability="experimental",
         cli_remote=True,
     ),
-    _cap(
+    declare.command(
         "register",
-        "Register with this hub",
-        "Verify an envelope like a datagram (size, shape, version, bounds, staleness, signature, trust), "
-        "record it as a rendezvous observation when it holds, and answer this node's envelope plus up to 32 "
-        "present candidates, each verifiable on its own signature. Registration grants nothing and changes "
-        "only this process's memory.",
-        kind="command",
+        title="Register with this hub",
+        description=(
+            "Verify an envelope like a datagram (size, shape, version, bounds, staleness, signature, trust), "
+            "record it as a rendezvous observation when it holds, and answer this node's envelope plus up to 32 "
+            "present candidates, each verifiable on its own signature. Registration grants nothing and changes "
+            "only this process's memory."
+        ),
         input=RegisterInput,
         output=RegisterAnswer,
         handler=register,
         examples=(Example(name="stale_envelope", input={"envelope": EXAMPLE_ENVELOPE}),),
-        exposure=_exposure("POST", "/register", "svc_mesh_register"),
+        http="POST /api/v1/mesh/register",
+        tool="svc_mesh_register",
+        stability="experimental",
     ),
-    _cap(
+    declare.query(
         "doctor",
-        "Mesh doctor",
-        "Prove the mesh's prerequisites here: the declaration parses, the identity loads and is on any "
-        "allowlist, the repository has an id, the link port binds, the multicast group joins, broadcast is "
-        "allowed, both protocols sign and verify, the firewall admits the mesh; then the server's verdict. "
-        "Each failed check carries its impact and remedy; the command line exits 10 when one fails.",
+        title="Mesh doctor",
+        description=(
+            "Prove the mesh's prerequisites here: the declaration parses, the identity loads and is on any "
+            "allowlist, the repository has an id, the link port binds, the multicast group joins, broadcast is "
+            "allowed, both protocols sign and verify, the firewall admits the mesh; then the server's verdict. "
+            "Each failed check carries its impact and remedy; the command line exits 10 when one fails."
+        ),
         input=NoInput,
         output=MeshDoctorReport,
         handler=doctor,
         examples=(Example(name="doctor", input={}),),
-        exposure=_exposure("GET", "/doctor", "svc_mesh_doctor", ("mesh", "doctor")),
+        http="GET /api/v1/mesh/doctor",
+        tool="svc_mesh_doctor",
+        cli="mesh doctor",
+        stability="experimental",
         cli_verdict="ok",
         cli_remote=True,
     ),
-    _cap(
+    declare.query(
         "firewall",
-        "Mesh firewall",
-        "The inbound UDP rules the mesh needs (multicast, broadcast, hub and link ports, from the private "
-        "networks of the declared peers or of this machine), the firewall front (ufw, nftables or none), "
-        "commands that admit each rule, what the firewall does now (unobservable without root), and kernel "
-        "drops toward those ports in the last 5 minutes. Reads the host and changes nothing; the command "
-        "line exits 10 when a rule is missing or a drop was logged.",
+        title="Mesh firewall",
+        description=(
+            "The inbound UDP rules the mesh needs (multicast, broadcast, hub and link ports, from the private "
+            "networks of the declared peers or of this machine), the firewall front (ufw, nftables or none), "
+            "commands that admit each rule, what the firewall does now (unobservable without root), and kernel "
+            "drops toward those ports in the last 5 minutes. Reads the host and changes nothing; the command "
+            "line exits 10 when a rule is missing or a drop was logged."
+        ),
         input=FirewallInput,
         output=FirewallReport,
         handler=firewall,
         examples=(Example(name="declared", input={}), Example(name="link_port", input={"port": 7742})),
-        exposure=_exposure("GET", "/firewall", "svc_mesh_firewall", ("mesh", "firewall")),
+        http="GET /api/v1/mesh/firewall",
+        tool="svc_mesh_firewall",
+        cli="mesh firewall",
         benchmark=Benchmark(policy="waived", reason="external_dependency"),
+        stability="experimental",
         cli_verdict="ok",
     ),
 )

@@ -9,7 +9,7 @@ and bumps the repository generation right after the record is replaced, so gener
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 import trio
@@ -43,17 +43,15 @@ from svc.plan import (
 from svc.registry import (
     Benchmark,
     Cache,
-    Capability,
     CliPreset,
-    Context,
+    Declarations,
     Example,
-    Exposure,
-    HttpExposure,
-    McpExposure,
     McpResource,
     Module,
     NoInput,
+    one_of,
 )
+from svc.runtime import Context
 
 MODULE = Module(
     id="plan",
@@ -63,10 +61,9 @@ MODULE = Module(
         "findings) and moved only by sealed transitions."
     ),
 )
-_SOURCE = "src/svc/capabilities/_plan.py"
 
 #: `plan.record` answers one of two shapes, told apart by `kind` (`milestone` or `issue`).
-PlanRecord: Any = PlanMilestoneRecord | PlanIssueRecord
+PlanRecord = one_of(PlanMilestoneRecord, PlanIssueRecord)
 IssueStatus = Literal["READY", "BLOCKED", "ACTIVE", "VERIFY", "DONE", "CANCELLED"]
 _MILESTONE = Meta(description="keep only this milestone (a milestone id)")
 
@@ -158,21 +155,13 @@ async def transition(ctx: Context, params: PlanTransitionInput) -> PlanTransitio
     return await trio.to_thread.run_sync(_move, ctx.runtime.repository, params, ctx.runtime.generation.bump)
 
 
-def _get(path: str, tool: str, *words: str, resource: McpResource | None = None) -> Exposure:
-    return Exposure(
-        http=HttpExposure(method="GET", path=path),
-        mcp=McpExposure(tool=tool, resource=resource),
-        cli=("plan", *words),
-    )
-
-
 _GENERATION = Cache(policy="generation", max_entries=16)
 _MOVE_SUMMARY = "Move an issue to {0} (writes {1} and its seal, appends {2})"
+declare = Declarations[Context](MODULE, source=__name__)
 
 CAPABILITIES = (
-    Capability(
-        id="plan.model",
-        module="plan",
+    declare.query(
+        "model",
         title="The plan",
         description=(
             "The whole plan derived from .ai/repo/project/ now: project (with the derived active milestone), "
@@ -182,14 +171,14 @@ CAPABILITIES = (
         input=NoInput,
         output=Plan,
         handler=model,
-        examples=(Example(name="plan", input={}),),
-        tags=("plan",),
-        exposure=_get("/api/v1/plan", "svc_plan", resource=McpResource(uri="svc://plan", name="plan")),
-        source_path=_SOURCE,
+        examples=(Example(name="plan"),),
+        http="GET /api/v1/plan",
+        tool="svc_plan",
+        resource=McpResource(uri="svc://plan", name="plan"),
+        cli="plan",
     ),
-    Capability(
-        id="plan.issues",
-        module="plan",
+    declare.query(
+        "issues",
         title="Plan issues",
         description=(
             "The issues matching every filter given: milestone, derived status (READY is the ready set, "
@@ -199,17 +188,16 @@ CAPABILITIES = (
         output=PlanIssueList,
         handler=issues,
         examples=(
-            Example(name="all", input={}),
+            Example(name="all"),
             Example(name="ready", input={"status": "READY"}, description="the ready set"),
         ),
-        tags=("plan",),
-        exposure=_get("/api/v1/plan/issues", "svc_plan_issues", "issues"),
+        http="GET /api/v1/plan/issues",
+        tool="svc_plan_issues",
+        cli="plan issues",
         cache=_GENERATION,
-        source_path=_SOURCE,
     ),
-    Capability(
-        id="plan.next",
-        module="plan",
+    declare.query(
+        "next",
         title="Next issue",
         description=(
             "The lowest-wave READY issue of the milestone (else the active milestone), highest priority "
@@ -219,15 +207,14 @@ CAPABILITIES = (
         input=MilestoneFilter,
         output=PlanNextIssue,
         handler=next_,
-        examples=(Example(name="next", input={}),),
-        tags=("plan",),
-        exposure=_get("/api/v1/plan/next", "svc_plan_next", "next"),
+        examples=(Example(name="next"),),
+        http="GET /api/v1/plan/next",
+        tool="svc_plan_next",
+        cli="plan next",
         cache=_GENERATION,
-        source_path=_SOURCE,
     ),
-    Capability(
-        id="plan.record",
-        module="plan",
+    declare.query(
+        "record",
         title="One plan record",
         description=(
             "A milestone record with its issues in full, or an issue record with the issues it waits on in "
@@ -240,13 +227,12 @@ CAPABILITIES = (
             Example(name="milestone", input={"id": "plan"}),
             Example(name="issue", input={"id": "I0001"}),
         ),
-        tags=("plan",),
-        exposure=_get("/api/v1/plan/record", "svc_plan_record", "record"),
-        source_path=_SOURCE,
+        http="GET /api/v1/plan/record",
+        tool="svc_plan_record",
+        cli="plan record",
     ),
-    Capability(
-        id="plan.roadmap",
-        module="plan",
+    declare.query(
+        "roadmap",
         title="Roadmap",
         description=(
             "Milestones ordered by rank, then `order`, then id; `now` is the first unfinished milestone when "
@@ -255,15 +241,14 @@ CAPABILITIES = (
         input=NoInput,
         output=PlanRoadmap,
         handler=roadmap_,
-        examples=(Example(name="roadmap", input={}),),
-        tags=("plan",),
-        exposure=_get("/api/v1/plan/roadmap", "svc_plan_roadmap", "roadmap"),
+        examples=(Example(name="roadmap"),),
+        http="GET /api/v1/plan/roadmap",
+        tool="svc_plan_roadmap",
+        cli="plan roadmap",
         cache=Cache(policy="generation", max_entries=4),
-        source_path=_SOURCE,
     ),
-    Capability(
-        id="plan.status",
-        module="plan",
+    declare.query(
+        "status",
         title="Plan status",
         description=(
             "Status and counts of every milestone (or the one named), the next ready issue, and the counts "
@@ -272,15 +257,14 @@ CAPABILITIES = (
         input=MilestoneFilter,
         output=PlanStatusReport,
         handler=status,
-        examples=(Example(name="status", input={}),),
-        tags=("plan",),
-        exposure=_get("/api/v1/plan/status", "svc_plan_status", "status"),
+        examples=(Example(name="status"),),
+        http="GET /api/v1/plan/status",
+        tool="svc_plan_status",
+        cli="plan status",
         cache=_GENERATION,
-        source_path=_SOURCE,
     ),
-    Capability(
-        id="plan.transition",
-        module="plan",
+    declare.command(
+        "transition",
         title="Move an issue",
         description=(
             "The only plan operation that writes the repository: start (READY to ACTIVE), verify or done. "
@@ -291,36 +275,37 @@ CAPABILITIES = (
         input=PlanTransitionInput,
         output=PlanTransitionResult,
         handler=transition,
-        examples=(Example(name="start", input={"issue": "I0001", "transition": "start"}),),
-        kind="command",
-        tags=("plan",),
-        exposure=Exposure(
-            http=HttpExposure(method="POST", path="/api/v1/plan/transition"),
-            mcp=McpExposure(tool="svc_plan_transition"),
-            cli=("plan", "transition"),
-            cli_presets=tuple(
-                CliPreset(
-                    words=("plan", verb),
-                    input={"transition": verb},
-                    summary=_MOVE_SUMMARY.format(status, field, event),
-                )
-                for verb, status, field, event in (
-                    ("start", "ACTIVE", "started_at", "plan_start"),
-                    ("verify", "VERIFY", "verified_at", "plan_verify"),
-                    ("done", "DONE", "completed_at", "plan_done"),
-                )
+        examples=(
+            Example(
+                name="start",
+                input={"issue": "I0001", "transition": "start"},
+                status=403,
+                description="over HTTP the move is refused (403): it runs over MCP on stdio or the command line",
             ),
+        ),
+        http="POST /api/v1/plan/transition",
+        tool="svc_plan_transition",
+        cli="plan transition",
+        cli_presets=tuple(
+            CliPreset(
+                words=("plan", verb),
+                input={"transition": verb},
+                summary=_MOVE_SUMMARY.format(status, field, event),
+            )
+            for verb, status, field, event in (
+                ("start", "ACTIVE", "started_at", "plan_start"),
+                ("verify", "VERIFY", "verified_at", "plan_verify"),
+                ("done", "DONE", "completed_at", "plan_done"),
+            )
         ),
         benchmark=Benchmark(
             policy="required_when",
             when="run against a disposable checkout holding a READY issue (the move writes the record)",
         ),
         writes_repository=True,
-        source_path=_SOURCE,
     ),
-    Capability(
-        id="plan.validate",
-        module="plan",
+    declare.query(
+        "validate",
         title="Validate the plan",
         description=(
             "Every finding of the derivation (FAIL or WARN) in derivation order, with tallies; `valid` is "
@@ -329,15 +314,14 @@ CAPABILITIES = (
         input=NoInput,
         output=PlanValidation,
         handler=validate,
-        examples=(Example(name="validate", input={}),),
-        tags=("plan",),
-        exposure=_get("/api/v1/plan/validate", "svc_plan_validate", "validate"),
+        examples=(Example(name="validate"),),
+        http="GET /api/v1/plan/validate",
+        tool="svc_plan_validate",
+        cli="plan validate",
         cli_verdict="valid",
-        source_path=_SOURCE,
     ),
-    Capability(
-        id="plan.waves",
-        module="plan",
+    declare.query(
+        "waves",
         title="Execution waves",
         description=(
             "The execution waves lowest first (an issue enters a wave once every dependency has left), with "
@@ -346,9 +330,9 @@ CAPABILITIES = (
         input=MilestoneFilter,
         output=PlanWaveReport,
         handler=waves,
-        examples=(Example(name="waves", input={}),),
-        tags=("plan",),
-        exposure=_get("/api/v1/plan/waves", "svc_plan_waves", "waves"),
-        source_path=_SOURCE,
+        examples=(Example(name="waves"),),
+        http="GET /api/v1/plan/waves",
+        tool="svc_plan_waves",
+        cli="plan waves",
     ),
 )

@@ -10,23 +10,14 @@ import trio
 from msgspec import Meta
 
 from svc._errors import NotFound
-from svc.registry import (
-    Capability,
-    Context,
-    Example,
-    Exposure,
-    HttpExposure,
-    McpExposure,
-    McpResource,
-    Module,
-)
+from svc.registry import Declarations, Example, McpResource, Module
+from svc.runtime import Context
 
 MODULE = Module(
     id="release",
     title="Release",
     description="What changed between releases of the repository, from its CHANGELOG.md.",
 )
-_SOURCE = "src/svc/capabilities/_release.py"
 CHANGELOG = "CHANGELOG.md"
 
 _RELEASE = re.compile(
@@ -136,10 +127,11 @@ async def changelog(ctx: Context, params: ChangelogInput) -> ReleaseChangelog:
     return ReleaseChangelog(path=CHANGELOG, present=True, format="keep-a-changelog", releases=releases)
 
 
+declare = Declarations[Context](MODULE, source=__name__)
+
 CAPABILITIES = (
-    Capability(
-        id="release.changelog",
-        module="release",
+    declare.query(
+        "changelog",
         title="Changelog",
         description=(
             "The repository's CHANGELOG.md as keep-a-changelog sections: every release, or one version, "
@@ -152,12 +144,9 @@ CAPABILITIES = (
             Example(name="all", input={}),
             Example(name="unreleased", input={"version": "unreleased"}),
         ),
-        tags=("release",),
-        exposure=Exposure(
-            http=HttpExposure(method="GET", path="/api/v1/changelog"),
-            mcp=McpExposure(tool="svc_changelog", resource=McpResource(uri="svc://changelog", name="changelog")),
-            cli=("release", "changelog"),
-        ),
-        source_path=_SOURCE,
+        http="GET /api/v1/changelog",
+        tool="svc_changelog",
+        resource=McpResource(uri="svc://changelog", name="changelog"),
+        cli="release changelog",
     ),
 )

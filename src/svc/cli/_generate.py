@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from svc.layer import Repository, write_atomic
-from svc.registry import Registry, render_documents
+from svc.registry import Registry
+from svc.surfaces import render_documents
 
 __all__ = ["check_documents", "write_documents"]
 

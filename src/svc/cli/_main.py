@@ -1,17 +1,22 @@
 """The `svc` command line (asyncclick under trio), built from the registry's command tree.
 
 Every capability command decodes its options with the same binding rules as HTTP query parameters and
-runs through the executor, so `--json` prints the very bytes the HTTP route answers. Web and MCP stacks
-are imported only by the commands that serve them.
+runs through the executor, so `--json` prints the very bytes the HTTP route answers. The infrastructure
+commands (`generate`, `mcp`, `run`, `serve`) decode theirs into their options Struct and call `svc.host` or
+the generators. Web and MCP stacks are imported only by the commands that serve them.
 
 Exit codes: 0 success, 1 internal failure, 2 usage, 10 refused or invalid.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import sys
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +29,19 @@ from svc._version import __version__
 from svc.capabilities import builtin_registry
 from svc.cli._render import render
 from svc.layer import Repository
-from svc.registry import Actor, Capability, CliCommand, CliParameter, Executor, Registry, cli_tree, input_problems
+from svc.registry import Capability, Registry, input_problems
+from svc.runtime import Actor, Executor
+from svc.surfaces import (
+    VERSION_OPTION,
+    CliCommand,
+    CliParameter,
+    GenerateOptions,
+    McpOptions,
+    RunOptions,
+    ServeOptions,
+    cli_tree,
+    global_options,
+)
 
 __all__ = ["build_cli", "main"]
 
@@ -47,18 +64,31 @@ def _configure_logging(level: int) -> None:
     logging.getLogger("svc").setLevel(level)
 
 
-def _click_parameter(param: CliParameter) -> click.Parameter:
-    kind: Any = click.Choice(param.choices) if param.choices else click.STRING
+def _click_parameter(param: CliParameter, *, typed: bool) -> click.Parameter:
+    """The click parameter of one parameter of the command tree.
+
+    With `typed` (infrastructure commands, whose values click converts and msgspec then decodes into the
+    options Struct) integers and numbers are parsed by click; without (capability commands), every value stays
+    text for the executor's binding rules, as an HTTP query string would. An option's default is shown in its
+    help and otherwise left to the Struct.
+    """
+    dest = param.field or param.name.lstrip("-").replace("-", "_")
+    kind: Any = click.STRING
+    if param.choices:
+        kind = click.Choice(param.choices)
+    elif param.kind == "directory":
+        kind = click.Path(exists=True, file_okay=False, path_type=Path)
+    elif typed:
+        kind = {"integer": click.INT, "number": click.FLOAT}.get(param.kind, click.STRING)
     if param.positional:
-        assert param.field is not None
-        return click.Argument([param.field], type=kind, required=True, metavar=param.name)
-    if param.field is None:
-        return click.Option([param.name, param.name.lstrip("-").replace("-", "_")], is_flag=True, help=param.help)
+        return click.Argument([dest], type=kind, required=param.required, metavar=param.name)
+    shown = "" if param.default is None else f" (default: {json.dumps(param.default)})"
+    if param.kind == "boolean" and not param.negatable:
+        return click.Option([param.name, dest], is_flag=True, default=False, help=param.help)
     if param.kind == "boolean":
-        flag = param.name.lstrip("-")
-        return click.Option([f"--{flag}/--no-{flag}", param.field], default=None, help=param.help)
-    shown = "" if param.default is None else f" (default: {param.default})"
-    return click.Option([param.name, param.field], type=kind, default=None, help=param.help + shown)
+        flag = param.name.removeprefix("--")
+        return click.Option([f"--{flag}/--no-{flag}", dest], default=None, help=param.help + shown)
+    return click.Option([param.name, dest], type=kind, default=None, metavar=param.metavar, help=param.help + shown)
 
 
 def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) -> click.Command:
@@ -75,7 +105,7 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
         items = preset + [
             (name, _text(value)) for name, value in values.items() if name in fields and value is not None
         ]
-        from svc._service import open_service
+        from svc.host import open_service
 
         try:
             async with open_service(_repository(ctx), surface="cli", watch=False) as executor:
@@ -100,7 +130,7 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
     return kind(
         spec.words[-1],
         callback=run,
-        params=[_click_parameter(p) for p in spec.parameters],
+        params=[_click_parameter(p, typed=False) for p in spec.parameters],
         help=f"{spec.summary}.\n\n{cap.description}\n\nRuns the capability {cap.id}.",
         short_help=spec.summary,
         **extra,
@@ -115,7 +145,7 @@ async def _remote_or_local(executor: Executor, cap: Capability, params: msgspec.
     """Ask the server serving this checkout; with none, answer from this process and say so."""
     import httpx
 
-    from svc.cli._remote import NO_SERVER, call_remote, find_server
+    from svc.host import NO_SERVER, call_remote, find_server
 
     async with httpx.AsyncClient() as client:
         url = await find_server(executor.runtime.repository, client)
@@ -131,19 +161,49 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-@click.command("serve", short_help="Serve the registry over HTTP on 127.0.0.1.")
-@click.option("--port", type=int, default=8741, show_default=True, help="the first port to try")
-@click.pass_context
-async def serve_command(ctx: click.Context, port: int) -> None:
-    """Serve the registry over HTTP on 127.0.0.1 (8741 first, else the next free port).
+_Handler = Callable[[click.Context, Any], Awaitable[None]]
+_AT_FIELD = re.compile(r" - at `\$\.(?P<field>\w+)`$")
 
-    Logs the bound URL to stderr and prints nothing on stdout. SIGINT or SIGTERM stops it cleanly.
-    """
+
+def _infrastructure_command(spec: CliCommand) -> click.Command:
+    """A command of the tree that is not a capability's: its values decode into its options Struct."""
+    assert spec.options is not None
+    options_type, handler = _HANDLERS[spec.options]
+    params = [_click_parameter(p, typed=True) for p in spec.parameters]
+
+    @click.pass_context
+    async def run(ctx: click.Context, /, **values: Any) -> None:
+        given = {name: value for name, value in values.items() if value is not None}
+        try:
+            options = msgspec.convert(given, options_type)
+        except msgspec.ValidationError as exc:
+            raise _bad_parameter(ctx, exc) from None
+        await handler(ctx, options)
+
+    projection = f"\n\nThe command-line projection of the capability {spec.capability}." if spec.capability else ""
+    return click.Command(
+        spec.words[-1],
+        callback=run,
+        params=params,
+        help=f"{spec.summary}\n\n{spec.help}{projection}",
+        short_help=spec.summary,
+    )
+
+
+def _bad_parameter(ctx: click.Context, exc: msgspec.ValidationError) -> click.BadParameter:
+    """A usage error (exit 2) naming the option whose value the options Struct refused."""
+    message = str(exc)
+    at = _AT_FIELD.search(message)
+    param = next((p for p in ctx.command.params if at is not None and p.name == at["field"]), None)
+    return click.BadParameter(_AT_FIELD.sub("", message), ctx=ctx, param=param)
+
+
+async def _serve(ctx: click.Context, options: ServeOptions) -> None:
     _configure_logging(logging.INFO)
-    from svc.cli._serve import serve
+    from svc.host import serve
 
     try:
-        await serve(_repository(ctx), port=port)
+        await serve(_repository(ctx), port=options.port)
     except SvcError as exc:
         _fail(exc)
     except OSError as exc:
@@ -151,35 +211,22 @@ async def serve_command(ctx: click.Context, port: int) -> None:
         raise SystemExit(EXIT_INTERNAL) from None
 
 
-@click.command("mcp", short_help="Serve MCP on stdio (the first in a checkout also serves HTTP).")
-@click.option("--port", type=int, default=8741, show_default=True, help="the first port to try when serving HTTP")
-@click.option("--standalone", is_flag=True, help="serve stdio only, from this process: no lease, no HTTP, no bridge")
-@click.option("--inspect", is_flag=True, help="print what this invocation would do and why, then exit")
-@click.pass_context
-async def mcp_command(ctx: click.Context, port: int, standalone: bool, inspect: bool) -> None:
-    """Serve MCP on stdio for this checkout.
-
-    The first `svc mcp` of a checkout serves it: it holds the lease, binds HTTP on 127.0.0.1 (8741 first,
-    `/mcp` included) beside its stdio session and logs the URL to stderr. A later one bridges its stdio
-    session to that server. Nothing but the protocol is written on stdout. Closing stdin ends the session
-    (a server stays while HTTP MCP sessions remain); SIGINT or SIGTERM ends it at once, with exit 0.
-    """
+async def _mcp(ctx: click.Context, options: McpOptions) -> None:
     _configure_logging(logging.INFO)
     repo = _repository(ctx)
-    if inspect:
+    if options.inspect:
         import httpx
 
-        from svc.cli._hosting import server_timings
-        from svc.cli._mcp import decide
+        from svc.host import decide, server_timings
 
         async with httpx.AsyncClient() as client:
             decision = await decide(repo, client, server_timings(repo))
         click.echo(decision.describe())
         return
-    from svc.cli._mcp import run_mcp
+    from svc.host import run_mcp
 
     try:
-        await run_mcp(repo, port=port, standalone=standalone)
+        await run_mcp(repo, port=options.port, standalone=options.standalone)
     except SvcError as exc:
         _fail(exc)
     except OSError as exc:
@@ -187,48 +234,34 @@ async def mcp_command(ctx: click.Context, port: int, standalone: bool, inspect: 
         raise SystemExit(EXIT_INTERNAL) from None
 
 
-@click.command("generate", short_help="Write (or --check) the documents under docs/generated/.")
-@click.option("--check", is_flag=True, help="re-derive every document, write nothing, exit 10 if any is stale")
-@click.pass_context
-async def generate_command(ctx: click.Context, check: bool) -> None:
-    """Write the generated documents under docs/generated/, or compare them with --check."""
+async def _generate(ctx: click.Context, options: GenerateOptions) -> None:
     from svc.cli._generate import check_documents, write_documents
 
     repo = _repository(ctx)
     registry = builtin_registry()
-    if check:
+    if options.check:
         stale = await trio.to_thread.run_sync(check_documents, repo, registry, click.echo)
         raise SystemExit(EXIT_REFUSED if stale else EXIT_OK)
     await trio.to_thread.run_sync(write_documents, repo, registry, click.echo)
 
 
-@click.command("run", short_help="Run a capability as an execution, reported to the serving server.")
-@click.argument("capability")
-@click.option("--input", "input_json", default=None, metavar="JSON", help="the capability's input, a JSON object")
-@click.option("--json", "as_json", is_flag=True, help="print the final ExecutionView as JSON")
-@click.option("--quiet", is_flag=True, help="print only errors")
-@click.pass_context
-async def run_command(ctx: click.Context, capability: str, input_json: str | None, as_json: bool, quiet: bool) -> None:
-    """Run CAPABILITY as an execution in this process (the CLI projection of executions.start).
+async def _run(ctx: click.Context, options: RunOptions) -> None:
+    from svc.cli._watch import watch
+    from svc.host import open_service, run_execution
+    from svc.nursery import Engine
 
-    When a server serves this checkout, every event is reported to it, so the run shows in
-    `executions list` and on /events. Ctrl-C cancels the run; a second Ctrl-C exits at once.
-    Exit 0 when it succeeded, 10 when it failed, was cancelled or refused.
-    """
-    from svc._service import open_service
-    from svc.cli._run import run_execution
-
+    quiet, as_json = options.quiet, options.json
     try:
-        raw = msgspec.json.decode(input_json) if input_json else {}
+        raw = msgspec.json.decode(options.input) if options.input else {}
         async with open_service(_repository(ctx), surface="cli", watch=False) as executor:
-            engine = executor.runtime.engine
-            assert engine is not None
-            cap = engine.find_capability(capability)
+            engine = executor.components.get(Engine)
+            cap = engine.find_capability(options.capability)
             problems = input_problems(cap, raw)
             if problems:
                 raise InvalidInput(f"input of {cap.id}: " + "; ".join(problems))
             params = executor.decode_value(cap, raw)
-            execution = await run_execution(engine, cap, params, quiet=quiet, show=not (quiet or as_json))
+            shown = None if quiet or as_json else partial(watch, live=sys.stderr.isatty())
+            execution = await run_execution(engine, cap, params, quiet=quiet, view=shown)
             view = engine.store.view(execution)
     except msgspec.DecodeError as exc:
         _fail(InvalidInput(f"--input is not JSON: {exc}"))
@@ -250,11 +283,15 @@ async def run_command(ctx: click.Context, capability: str, input_json: str | Non
         raise SystemExit(EXIT_REFUSED)
 
 
-_INFRASTRUCTURE: dict[tuple[str, ...], click.Command] = {
-    ("run",): run_command,
-    ("serve",): serve_command,
-    ("mcp",): mcp_command,
-    ("generate",): generate_command,
+# What each infrastructure command does, by the name of its options Struct (`CliCommand.options`).
+_HANDLERS: dict[str, tuple[type[msgspec.Struct], _Handler]] = {
+    tp.__name__: (tp, handler)
+    for tp, handler in (
+        (GenerateOptions, _generate),
+        (McpOptions, _mcp),
+        (RunOptions, _run),
+        (ServeOptions, _serve),
+    )
 }
 
 
@@ -262,19 +299,26 @@ def build_cli(registry: Registry | None = None) -> click.Group:
     """The `svc` command group with every command of the registry's command tree."""
     registry = registry or builtin_registry()
 
-    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-    @click.version_option(__version__, "--version", prog_name="svc", message="%(prog)s %(version)s")
-    @click.option(
-        "--repo",
-        type=click.Path(exists=True, file_okay=False, path_type=Path),
-        default=None,
-        help="the checkout to work on (default: the one containing the working directory)",
-    )
-    async def svc(repo: Path | None) -> None:
-        """svc: the capability registry of a repository's AI layer, over HTTP, MCP and this command line.
+    async def root(**_: Any) -> None:
+        """The options of `svc` itself are read where they are needed (`_repository`)."""
 
-        Exit codes: 0 success, 1 internal failure, 2 usage, 10 refused or invalid.
-        """
+    svc = click.Group(
+        "svc",
+        callback=root,
+        help=(
+            "svc: the capability registry of a repository's AI layer, over HTTP, MCP and this command line.\n\n"
+            "Exit codes: 0 success, 1 internal failure, 2 usage, 10 refused or invalid."
+        ),
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    for param in global_options():
+        if param.name == VERSION_OPTION.name:
+            version = click.version_option(
+                __version__, param.name, prog_name="svc", message="%(prog)s %(version)s", help=param.help
+            )
+            version(svc)
+        else:
+            svc.params.append(_click_parameter(param, typed=True))
 
     tree = cli_tree(registry)
     prefixes = {tuple(c.words[:i]) for c in tree for i in range(1, len(c.words))}
@@ -286,9 +330,10 @@ def build_cli(registry: Registry | None = None) -> click.Group:
                 found = click.Group(word, help=f"{word} commands")
                 parent.add_command(found)
             parent = found
-        command = _INFRASTRUCTURE.get(tuple(spec.words)) or _capability_command(
-            registry, spec, group=tuple(spec.words) in prefixes
-        )
+        if spec.options is not None:
+            command = _infrastructure_command(spec)
+        else:
+            command = _capability_command(registry, spec, group=tuple(spec.words) in prefixes)
         parent.add_command(command, spec.words[-1])
     return svc
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from svc.layer._files import write_atomic as write_atomic
+from svc.layer._git import run_git as run_git
 from svc.layer._index import LayerIndex as LayerIndex
 from svc.layer._lease import Executable as Executable
 from svc.layer._lease import Lease as Lease
@@ -51,5 +52,6 @@ __all__ = [
     "read_lease",
     "read_manifest",
     "release_lease",
+    "run_git",
     "write_atomic",
 ]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import mimetypes
 import os
 import re
-import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from urllib.parse import quote
 
 import msgspec
 
+from svc.layer._git import run_git
 from svc.layer._manifest import read_manifest
 from svc.layer._repository import Repository
 from svc.layer._yaml import YamlError, dump_yaml, load_yaml
@@ -216,19 +216,10 @@ def source_classes(repo: Repository, sections: Mapping[str, str]) -> list[Source
 def _discover(repo: Repository, patterns: list[str]) -> list[str]:
     """Repository-relative paths matching any pattern: tracked files in Git, else files on disk."""
     if repo.git_dir is not None and patterns:
-        try:
-            listed = subprocess.run(
-                ["git", "ls-files", "-z", "--cached", "--", *(f":(glob){p}" for p in patterns)],
-                cwd=repo.root,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=_GIT_SECONDS,
-                check=True,
-            )
-        except (OSError, subprocess.SubprocessError):
-            pass
-        else:
-            names = [os.fsdecode(n) for n in listed.stdout.split(b"\0") if n]
+        globs = (f":(glob){p}" for p in patterns)
+        listed = run_git(repo.root, "ls-files", "-z", "--cached", "--", *globs, timeout=_GIT_SECONDS)
+        if listed is not None:
+            names = [os.fsdecode(n) for n in listed.split(b"\0") if n]
             return sorted({n for n in names if (repo.root / n).is_file()}, key=str.encode)
     regexes = [glob_regex(p) for p in patterns]
     found: set[str] = set()

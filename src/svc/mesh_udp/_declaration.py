@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -22,7 +21,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from svc.layer import Repository, YamlError, load_yaml
+from svc.layer import Repository, YamlError, load_yaml, run_git
 
 __all__ = [
     "DECLARATION_DIR",
@@ -355,11 +354,8 @@ def narrow(work: MeshDeclaration, trunk: MeshDeclaration | None) -> tuple[MeshDe
 
 
 def _git(root: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
+    out = run_git(root, *args, timeout=30)
+    return out.decode("utf-8", "replace") if out is not None else None
 
 
 def _trunk_ref(repo: Repository) -> str | None:

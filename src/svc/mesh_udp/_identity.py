@@ -15,7 +15,6 @@ import hashlib
 import os
 import re
 import secrets
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from svc.layer import run_git
 from svc.mesh_udp._canonical import node_id_of
 
 if TYPE_CHECKING:
@@ -262,11 +262,8 @@ def repository_id(top_level: Path, declared: str | None) -> RepositoryIdentity:
         return RepositoryIdentity(id=_declared(declared), basis="declared", detail="declared by cooperation.repository")
 
     def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", "-C", str(top_level), *args], capture_output=True, check=False, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return done.stdout.decode("utf-8", "replace").strip() if done.returncode == 0 else None
+        out = run_git(top_level, *args, timeout=30)
+        return out.decode("utf-8", "replace").strip() if out is not None else None
 
     if git("rev-parse", "--is-shallow-repository") == "true":
         return RepositoryIdentity(

@@ -1,10 +1,10 @@
 """One runtime's mesh: the declaration, the identity, the core and the provider tasks, and its answers.
 
-`start_mesh(runtime, supervisor)` is what a server calls (`svc serve`, `svc mcp`): it reads the
-declaration and, when it enables the mesh, loads (or creates) the node key, derives the ids, and starts
-each provider as a task of the supervisor nursery in its own cancel scope. With no declaration, or one that
-says `enabled: false`, nothing opens; the mesh answers why it is off. The mesh is stored on the runtime
-(`runtime.mesh`) so that the capabilities can read it.
+A server (`svc serve`, `svc mcp`) prepares its mesh with `Mesh.open` (the declaration and, when it enables
+the mesh, the node key and the ids), hands it to its executor as a component, and once it serves calls
+`start_mesh(mesh, supervisor)`, which starts each provider as a task of the supervisor nursery in its own
+cancel scope. With no declaration, or one that says `enabled: false`, nothing opens; the mesh answers why it
+is off. Capabilities find it as `ctx.components.find(Mesh)`.
 """
 
 from __future__ import annotations
@@ -53,8 +53,7 @@ from svc.mesh_udp._views import (
 
 if TYPE_CHECKING:
     from svc.layer import Repository
-    from svc.nursery import Supervisor
-    from svc.registry import Runtime
+    from svc.runtime import Supervisor
 
 __all__ = ["Mesh", "start_mesh"]
 
@@ -391,13 +390,8 @@ def _node_view(entry: NodeEntry, mono: float) -> NodeView:
     )
 
 
-async def start_mesh(runtime: Runtime, supervisor: Supervisor, **options: Any) -> Mesh:
-    """Prepare this runtime's mesh, store it as `runtime.mesh`, and start its providers under `supervisor`.
-
-    `options` go to `Mesh.open` (`identity_file`, `network`, `wall`, `rng`); a server passes none.
-    """
-    mesh = await Mesh.open(runtime.repository, **options)
-    runtime.mesh = mesh
+async def start_mesh(mesh: Mesh, supervisor: Supervisor) -> Mesh:
+    """Start the providers of a prepared `mesh` under `supervisor` (or log why it stays off)."""
     if mesh.reason is not None:
         level = logging.WARNING if mesh.declared or mesh.reading.state == "refused" else logging.DEBUG
         _log.log(level, "svc: mesh: %s", mesh.reason)

@@ -32,7 +32,8 @@ from svc.nursery._store import (
 )
 
 if TYPE_CHECKING:
-    from svc.registry import Actor, Capability, Executor
+    from svc.registry import Capability
+    from svc.runtime import Actor, Executor
 
 __all__ = ["SILENCE_SECONDS", "Engine", "ReportResult"]
 

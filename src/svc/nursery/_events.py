@@ -19,15 +19,21 @@ __all__ = [
     "PROTOCOL_VERSION",
     "STREAM_TYPES",
     "TERMINAL_TYPES",
+    "ClosingData",
     "ExecutionDiagnostic",
     "ExecutionError",
     "ExecutionEvent",
     "ExecutionLinks",
     "ExecutionState",
     "ExecutionView",
+    "LaggedData",
     "ProgressView",
+    "ReadyData",
     "RepositoryRef",
     "StepView",
+    "StreamClosing",
+    "StreamLagged",
+    "StreamReady",
     "event_schema",
     "sanitize",
     "stream_schema",
@@ -315,10 +321,10 @@ class ReadyData(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
     protocol_version: str
     scope: Literal["all", "executions"]
-    executions: list[str] | None = None
     replayed: int
     truncated: bool
     heartbeat_seconds: int
+    executions: list[str] | None = None
 
 
 class LaggedData(msgspec.Struct, frozen=True, kw_only=True):

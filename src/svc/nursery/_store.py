@@ -33,9 +33,11 @@ from svc.nursery._events import (
     ExecutionState,
     ExecutionView,
     FailedData,
+    LaggedData,
     ProgressView,
     RepositoryRef,
     StepView,
+    StreamLagged,
     sanitize,
 )
 
@@ -185,7 +187,7 @@ class Subscriber:
         self._wakeup.set()
 
     def _lagged(self) -> None:
-        self.frames.append(_encoder.encode({"type": "stream.lagged", "data": {"dropped": self.dropped}}).decode())
+        self.frames.append(_encoder.encode(StreamLagged(data=LaggedData(dropped=self.dropped))).decode())
         self.dropped = 0
 
     def close(self, reason: str) -> None:

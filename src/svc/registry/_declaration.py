@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
-if TYPE_CHECKING:
-    from svc.registry._context import Context
-
 __all__ = [
+    "BENCHMARKED",
+    "NO_CACHE",
     "Benchmark",
     "Cache",
     "Capability",
@@ -38,19 +37,25 @@ Kind = Literal["query", "command", "resource"]
 Stability = Literal["implemented", "behaviorally_verified", "experimental", "planned", "unsupported"]
 Effect = Literal["read", "process_state", "repository_mutation"]
 
-Handler = Callable[["Context", Any], Awaitable[Any]]
+#: A handler as the registry stores it; `Declarations` checks each one against its Structs before erasing it.
+Handler = Callable[[Any, Any], Awaitable[Any]]
 
 
 class NoInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The input of a capability that takes no parameter."""
 
 
-class Example(msgspec.Struct, frozen=True, kw_only=True):
-    """A named case: an OpenAPI example and a benchmark case."""
+class Example(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A named case: an OpenAPI example and a benchmark case.
+
+    `status` is what the case answers over HTTP on a server of svc's own checkout: 200, or the documented
+    error (403 for a repository writer, which HTTP never runs).
+    """
 
     name: str
     input: dict[str, Any] = msgspec.field(default_factory=dict)
     description: str | None = None
+    status: int = 200
 
 
 class HttpExposure(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,19 +97,30 @@ class Exposure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 
 class Cache(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """Result cache policy: `disabled`, `process` (bounded, optional TTL) or `generation`."""
+    """Result cache policy: `disabled`, `process` (bounded, optional TTL) or `generation`.
 
-    policy: Literal["disabled", "process", "generation"] = "disabled"
+    `policy` has no default, so it is written on every operation (`x-svc-cache.policy`).
+    """
+
+    policy: Literal["disabled", "process", "generation"]
     max_entries: int | None = None
     ttl_seconds: float | None = None
 
 
 class Benchmark(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """Benchmark policy: whether the capability's examples are benchmark cases."""
+    """Benchmark policy: whether the capability's examples are benchmark cases.
 
-    policy: Literal["required", "required_when", "waived"] = "required"
+    `policy` has no default, so it is written on every operation (`x-svc-benchmark.policy`).
+    """
+
+    policy: Literal["required", "required_when", "waived"]
     when: str | None = None
     reason: Literal["not_executable", "destructive", "external_dependency", "transient_state"] | None = None
+
+
+#: The defaults: no result cache, and every example is a benchmark case.
+NO_CACHE = Cache(policy="disabled")
+BENCHMARKED = Benchmark(policy="required")
 
 
 class Hints(msgspec.Struct, frozen=True, kw_only=True):
@@ -148,8 +164,8 @@ class Capability:
     tags: tuple[str, ...] = ()
     stability: Stability = "implemented"
     exposure: Exposure = field(default_factory=Exposure)
-    cache: Cache = field(default_factory=Cache)
-    benchmark: Benchmark = field(default_factory=Benchmark)
+    cache: Cache = field(default_factory=lambda: NO_CACHE)
+    benchmark: Benchmark = field(default_factory=lambda: BENCHMARKED)
     cancellable: bool = False
     writes_repository: bool = False
     cli_verdict: str | None = None
@@ -194,6 +210,21 @@ class Capability:
     def confirmation(self) -> bool:
         """Whether a client should confirm before calling (anything that is not a read)."""
         return self.effect != "read"
+
+    @property
+    def cli_usage(self) -> str | None:
+        """How a person runs it on the command line (`svc plan start|verify|done ISSUE`), or None."""
+        presets = self.exposure.cli_presets
+        fixed = set(presets[0].input) if presets else set()
+        required = [f.encode_name for f in msgspec.structs.fields(self.input) if f.required]
+        names = [name.upper() for name in required if name not in fixed]
+        if presets:
+            words = [*presets[0].words[:-1], "|".join(p.words[-1] for p in presets)]
+        elif self.exposure.cli:
+            words = list(self.exposure.cli)
+        else:
+            return None
+        return "svc " + " ".join([*words, *names])
 
     @property
     def cli_text(self) -> str | None:

@@ -281,6 +281,8 @@ def _check_examples_and_benchmark(cap: Capability) -> list[str]:
         if example.name in names:
             out.append(f"{cap.id}: duplicate example name {example.name!r}")
         names.add(example.name)
+        if not 200 <= example.status <= 599:
+            out.append(f"{cap.id}: example {example.name!r} status {example.status} is not an HTTP status 200-599")
         try:
             msgspec.convert(example.input, cap.input)
         except msgspec.ValidationError as exc:

@@ -1,27 +1,33 @@
-"""The one executor every surface calls: decode → cache → lock → handler under the supervisor → encode.
+"""The one executor every surface calls: admit → decode → cache → lock → handler under the supervisor → encode.
 
 HTTP, MCP, the CLI and executions all come through `Executor.call`, so an answer is the same bytes
-whichever surface asked, and a cached answer is shared between them.
+whichever surface asked, and a cached answer is shared between them. The write policy lives here too: a
+capability that writes the repository is refused to any caller that came in over HTTP (the API routes, `/mcp`,
+or an execution started there), whichever surface asks.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
 import trio
 
-from svc._errors import Internal, SvcError
-from svc.nursery import Supervisor
-from svc.registry._binding import decode_json, decode_text, decode_value
-from svc.registry._cache import ResultCache
-from svc.registry._context import Actor, Context, Reporter
-from svc.registry._declaration import Capability
-from svc.registry._runtime import Runtime
+from svc._errors import Forbidden, Internal, SvcError
+from svc.registry import Capability, decode_json, decode_text, decode_value
+from svc.runtime._cache import ResultCache
+from svc.runtime._components import Components
+from svc.runtime._context import Actor, Context, Reporter
+from svc.runtime._runtime import Runtime
+from svc.runtime._supervisor import Supervisor
 
-__all__ = ["Executor"]
+__all__ = ["ComponentFactory", "Executor", "write_refusal"]
+
+#: Builds a component that needs the executor itself (the execution engine runs capabilities through it).
+ComponentFactory = Callable[["Executor"], object]
 
 _log = logging.getLogger("svc.executor")
 
@@ -29,9 +35,18 @@ _log = logging.getLogger("svc.executor")
 class Executor:
     """Runs capabilities of one runtime; build one per process."""
 
-    def __init__(self, runtime: Runtime, supervisor: Supervisor) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        supervisor: Supervisor,
+        *,
+        components: Iterable[object] = (),
+        built: Iterable[ComponentFactory] = (),
+    ) -> None:
+        """Assemble the executor with its components: `components` as given, `built` made from the executor."""
         self.runtime = runtime
         self.supervisor = supervisor
+        self.components = Components([*components, *(factory(self) for factory in built)])
         self._encoder = msgspec.json.Encoder()
         self._canonical = msgspec.json.Encoder(order="sorted")
         self._caches: dict[str, ResultCache] = {
@@ -51,6 +66,18 @@ class Executor:
         """Encode an answer exactly as every surface sends it."""
         return self._encoder.encode(value)
 
+    @staticmethod
+    def admit(cap: Capability, actor: Actor) -> None:
+        """Apply the write policy: nothing that came in over HTTP writes the repository.
+
+        Surfaces call it before decoding, so the refusal comes first; `call` and `invoke` apply it again.
+
+        Raises:
+            Forbidden: `cap` writes the repository and `actor` came in over HTTP.
+        """
+        if cap.writes_repository and actor.over_http:
+            raise write_refusal(cap)
+
     async def call(self, cap: Capability, params: msgspec.Struct, *, actor: Actor) -> bytes:
         """Answer `cap` for decoded `params` as encoded JSON, through the cache when it has one.
 
@@ -58,15 +85,16 @@ class Executor:
             SvcError: the capability's own refusal, or `Internal` (with a correlation id) for any other
                 failure; the original exception is logged to stderr, never returned.
         """
+        self.admit(cap, actor)
         cache = self._caches.get(cap.id)
         if cache is None:
-            return self.encode(await self.invoke(cap, params, Context(self.runtime, actor)))
+            return self.encode(await self.invoke(cap, params, self.context(actor)))
         key = self._canonical.encode(params)
         now = trio.current_time()
         generation = self.runtime.generation.value
         body = cache.get(key, now=now, generation=generation)
         if body is None:
-            body = self.encode(await self.invoke(cap, params, Context(self.runtime, actor)))
+            body = self.encode(await self.invoke(cap, params, self.context(actor)))
             cache.put(key, body, now=now, generation=generation)
         return body
 
@@ -76,6 +104,7 @@ class Executor:
         Raises:
             SvcError: the capability's own refusal, or `Internal` with a correlation id for anything else.
         """
+        self.admit(cap, ctx.actor)
         try:
             return await self.supervisor.run(self.run_here, cap, params, ctx)
         except SvcError:
@@ -100,4 +129,13 @@ class Executor:
 
     def context(self, actor: Actor, reporter: Reporter | None = None) -> Context:
         """A handler context for this runtime."""
-        return Context(self.runtime, actor, reporter)
+        return Context(self.runtime, actor, reporter, components=self.components)
+
+
+def write_refusal(cap: Capability) -> Forbidden:
+    """The refusal of a repository write asked over HTTP, naming the MCP tool and the CLI command."""
+    tool = cap.exposure.mcp.tool if cap.exposure.mcp is not None else None
+    via = f"the MCP tool {tool} over stdio (`svc mcp`)" if tool else "MCP over stdio (`svc mcp`)"
+    usage = cap.cli_usage
+    cli = f"`{usage}`" if usage else "the command line"
+    return Forbidden(f"HTTP never writes the repository; {cap.id} runs through {via} or {cli}")

@@ -8,10 +8,11 @@ from dataclasses import dataclass, fields
 
 import trio
 
+from svc._version import __version__
 from svc.layer import Executable, Lease, Repository, YamlError, acquire_lease, load_yaml, read_manifest
-from svc.registry import Runtime
+from svc.runtime import ExecutableStamp, utc_now
 
-__all__ = ["Timings", "executable_of", "server_timings", "take_lease", "watch_signals"]
+__all__ = ["Timings", "executable", "server_timings", "take_lease", "watch_signals"]
 
 _log = logging.getLogger("svc.serve")
 
@@ -24,25 +25,24 @@ async def watch_signals(shutdown: trio.Event) -> None:
             return
 
 
-def executable_of(runtime: Runtime) -> Executable:
+def executable() -> Executable:
     """The running program as the lease records it."""
-    stamp = runtime.executable
+    stamp = ExecutableStamp.read()
     return Executable(path=stamp.path, mtime=stamp.mtime, size=stamp.size)
 
 
-def take_lease(runtime: Runtime) -> Lease | None:
+def take_lease(repo: Repository) -> Lease | None:
     """Hold the checkout's lease (`url` null until bound); None when the checkout has no `.ai/` folder.
+
+    Blocking (file locks and writes): call it from a worker thread.
 
     Raises:
         LeaseHeld: a live process holds it.
     """
-    repo = runtime.repository
     if not repo.has_layer:
         _log.info("svc: this checkout has no .ai/ folder; serving without a lease")
         return None
-    return acquire_lease(
-        repo, version=runtime.version, executable=executable_of(runtime), started_at=runtime.started_at
-    )
+    return acquire_lease(repo, version=__version__, executable=executable(), started_at=utc_now())
 
 
 @dataclass(frozen=True, slots=True)

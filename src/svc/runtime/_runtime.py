@@ -6,18 +6,13 @@ import datetime as dt
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import trio
 
 from svc._version import __version__
 from svc.layer import LayerIndex, LayerReading, ObjectIndex, Repository, read_manifest
-from svc.registry._generation import Generation
 from svc.registry._registry import Registry
-
-if TYPE_CHECKING:
-    from svc.mesh_udp import Mesh
-    from svc.nursery import Engine
+from svc.runtime._generation import Generation
 
 __all__ = ["ExecutableStamp", "McpAttachments", "Runtime", "ServerFacts", "utc_now"]
 
@@ -92,8 +87,6 @@ class Runtime:
     server: ServerFacts = field(default_factory=ServerFacts)
     version: str = __version__
     commit: str | None = field(default_factory=lambda: _own_commit())
-    engine: Engine | None = None
-    mesh: Mesh | None = None
     mcp: McpAttachments = field(default_factory=McpAttachments)
 
     _index: tuple[int, LayerIndex] | None = None

@@ -14,24 +14,25 @@ import os
 import signal
 import sys
 from collections import deque
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import msgspec
 import trio
 
 from svc._errors import SvcError
-from svc.nursery import Engine, Execution
+from svc.nursery import MAX_REPORT_EVENTS, Engine, Execution, RawReport
+from svc.registry import ErrorBody
 
 if TYPE_CHECKING:
     import httpx
 
     from svc.registry import Capability
 
-__all__ = ["Reporter", "interrupts", "run_execution", "watch"]
+__all__ = ["Reporter", "View", "interrupts", "run_execution"]
 
 _log = logging.getLogger("svc.run")
-BATCH_EVENTS = 500
+BATCH_EVENTS = MAX_REPORT_EVENTS
 BATCH_BYTES = 768 * 1024
 LINGER_SECONDS = 0.1
 HEARTBEAT_SECONDS = 5.0
@@ -39,6 +40,21 @@ GIVE_UP_SECONDS = 30.0
 RUN_SECONDS = 600.0
 FLUSH_SECONDS = 5.0
 BACKOFF = (0.25, 0.5, 1.0, 2.0, 4.0, 5.0)
+_ENCODER = msgspec.json.Encoder()
+
+
+class _Receipt(msgspec.Struct, frozen=True, kw_only=True):
+    """What the reporter reads of a `ReportAnswer`: where the server holds up to, and a stop request.
+
+    Decoding only these fields keeps a reporter working whatever the server's `execution` view holds.
+    """
+
+    through: int
+    cancel_requested: bool
+
+
+_ANSWER = msgspec.json.Decoder(_Receipt)
+_ERROR_BODY = msgspec.json.Decoder(ErrorBody)
 
 
 class Reporter:
@@ -76,34 +92,38 @@ class Reporter:
 
         Raises:
             OSError: the server could not be reached or answered 5xx (a transport error: retry).
+            msgspec.DecodeError: a 200 answer without the `ReportAnswer` fields it reads (retried the same way).
         """
-        body = {
-            "id": self.x.id,
-            "capability": self.x.capability,
-            "title": self.x.title,
-            "pid": os.getpid(),
-            "input": self.x.input,
-            "cancellable": self.x.cancellable,
-            "events": batch,
-        }
+        report = RawReport(
+            id=self.x.id,
+            capability=self.x.capability,
+            title=self.x.title,
+            pid=os.getpid(),
+            input=self.x.input,
+            cancellable=self.x.cancellable,
+            events=batch,
+        )
         answer = await self.client.post(
-            self.url + "/api/v1/executions/report", content=msgspec.json.encode(body), timeout=10.0
+            self.url + "/api/v1/executions/report", content=_ENCODER.encode(report), timeout=10.0
         )
         if answer.status_code != 200:
             if answer.status_code >= 500:
                 raise OSError(f"the server answered {answer.status_code}")
-            message = answer.json().get("error", {}).get("message", answer.text)
+            try:
+                message = _ERROR_BODY.decode(answer.content).error.message
+            except msgspec.DecodeError:
+                message = answer.text
             _log.warning("svc: the server refused the report: %s; no longer reporting", message)
             self.gave_up = True
             return
-        data = answer.json()
+        data = _ANSWER.decode(answer.content)
         sent = self.through + len(batch)
-        through = min(int(data["through"]), self.through + len(self._unacked))
+        through = min(data.through, self.through + len(self._unacked))
         for _ in range(through - self.through):
             self._unacked.popleft()
         self.through = max(self.through, through)
         self.behind = self.through < sent
-        if data.get("cancel_requested") and not self.x.final and not self.x.cancel_requested:
+        if data.cancel_requested and not self.x.final and not self.x.cancel_requested:
             self.engine.cancel(self.x.id, by="server")
 
     async def run(self) -> None:
@@ -153,47 +173,6 @@ class Reporter:
             self.engine.store.unsubscribe(subscriber)
 
 
-async def watch(engine: Engine, execution: Execution, *, live: bool) -> None:
-    """Show the execution's steps and progress on stderr (a terminal) until it ends."""
-    subscriber, replay, _ = engine.store.subscribe(frozenset({execution.id}))
-    bar_shown = False
-    try:
-        for frame in [*replay]:
-            bar_shown = _show(msgspec.json.decode(frame), live, bar_shown)
-        while not execution.final or subscriber.frames:
-            for frame in await subscriber.next_frames():
-                bar_shown = _show(msgspec.json.decode(frame), live, bar_shown)
-    finally:
-        engine.store.unsubscribe(subscriber)
-        if bar_shown:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-def _show(event: dict[str, Any], live: bool, bar_shown: bool) -> bool:
-    kind, data = event.get("type"), event.get("data") or {}
-    out = sys.stderr
-    if kind == "execution.step.started":
-        out.write(("\r\x1b[K" if bar_shown and live else "\n" if bar_shown else "") + f"  … {data['title']}\n")
-        bar_shown = False
-    elif kind == "execution.step.completed":
-        mark = "✓" if data.get("ok") else "✗"
-        out.write(f"  {mark} {data['name']}" + (f": {data['detail']}" if data.get("detail") else "") + "\n")
-    elif kind == "execution.progress" and live:
-        total = data.get("total") or 0
-        current = data.get("current", 0)
-        width = 24
-        filled = int(width * current / total) if total else 0
-        bar = "#" * filled + "-" * (width - filled)
-        label = f"{current}/{total}" if total else str(current)
-        out.write(f"\r\x1b[K  [{bar}] {label} {data.get('message') or ''}")
-        bar_shown = True
-    elif kind == "execution.log" and data.get("stream") in ("stdout", "stderr"):
-        out.write(f"  {data['message']}\n")
-    out.flush()
-    return bar_shown
-
-
 async def interrupts(engine: Engine, execution: Execution, *, task_status: trio.TaskStatus[None]) -> None:
     """First Ctrl-C cancels the execution (`by: cli`); a second exits at once."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -216,14 +195,21 @@ async def _report(reporter: Reporter, reported: trio.Event) -> None:
         reported.set()
 
 
+#: Shows an execution while it runs (the command line's terminal view); returns when it has ended.
+View = Callable[[Engine, Execution], Awaitable[None]]
+
+
 async def run_execution(
-    engine: Engine, cap: Capability, params: msgspec.Struct, *, quiet: bool, show: bool
+    engine: Engine, cap: Capability, params: msgspec.Struct, *, quiet: bool, view: View | None = None
 ) -> Execution:
-    """Run one execution of `cap` here, reporting it when a server serves the checkout; wait ≤ 600 s."""
+    """Run one execution of `cap` here, reporting it when a server serves the checkout; wait ≤ 600 s.
+
+    `view`, when given, runs beside the execution (a terminal view of its steps and progress).
+    """
     import httpx
 
-    from svc.cli._remote import find_server
-    from svc.registry import Actor
+    from svc.host._remote import find_server
+    from svc.runtime import Actor
 
     async with httpx.AsyncClient() as client:
         url = await find_server(engine.executor.runtime.repository, client)
@@ -234,8 +220,8 @@ async def run_execution(
         execution = engine.start(cap, params, actor=Actor(kind="cli", pid=os.getpid()))
         async with trio.open_nursery() as nursery:
             await nursery.start(interrupts, engine, execution)
-            if show:
-                nursery.start_soon(partial(watch, engine, execution, live=sys.stderr.isatty()))
+            if view is not None:
+                nursery.start_soon(view, engine, execution)
             reported = trio.Event()
             if url is not None:
                 nursery.start_soon(_report, Reporter(client, url, engine, execution, cap), reported)

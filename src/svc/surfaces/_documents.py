@@ -16,9 +16,9 @@ import msgspec
 
 from svc._version import __version__
 from svc.layer import dump_yaml
-from svc.registry._cli_tree import CliCommand, cli_tree
-from svc.registry._openapi import render_openapi
 from svc.registry._registry import Registry, descriptor
+from svc.surfaces._cli_tree import CliCommand, CliParameter, cli_tree, global_options
+from svc.surfaces._openapi import render_openapi
 
 __all__ = ["DOCUMENTS", "GENERATED_DIR", "MANIFEST", "DocumentSpec", "openapi_json", "render_documents"]
 
@@ -92,19 +92,12 @@ def registry_document(registry: Registry) -> dict[str, Any]:
 
 
 def cli_document(registry: Registry) -> dict[str, Any]:
-    """`cli.json`: every runnable command with its parameters."""
+    """`cli.json`: the global options and every runnable command with its parameters."""
     return {
         "schema": "svc/cli/v1",
         "generator": f"svc {__version__}",
         "program": "svc",
-        "global_options": [
-            {
-                "name": "--repo",
-                "kind": "text",
-                "help": "the checkout to serve (default: the working directory)",
-            },
-            {"name": "--version", "kind": "boolean", "help": "print the version and exit"},
-        ],
+        "global_options": msgspec.to_builtins(global_options()),
         "exit_codes": {"0": "success", "1": "internal failure", "2": "usage", "10": "refused or invalid"},
         "commands": msgspec.to_builtins(cli_tree(registry)),
     }
@@ -116,30 +109,53 @@ def _cli_markdown(registry: Registry) -> bytes:
         "",
         "# svc command line",
         "",
-        "Usage: `svc [--repo PATH] COMMAND ...`. Every capability command accepts `--json`, which prints the",
+        "Usage: `svc [--repo DIRECTORY] COMMAND ...`. Every capability command accepts `--json`, which prints the",
         "answer as the same JSON bytes the HTTP route returns. Required inputs are positional arguments;",
         "every other input is an option. Errors are one line on stderr.",
         "",
         "Exit codes: `0` success, `1` internal failure, `2` usage, `10` refused or invalid.",
+        "",
+        "Global options, given before the command:",
+        "",
+        *_parameter_table(global_options()),
         "",
         "| command | runs | summary |",
         "|---|---|---|",
     ]
     tree = cli_tree(registry)
     for cmd in tree:
-        lines.append(f"| `svc {' '.join(cmd.words)}` | {_runs(cmd)} | {cmd.summary} |")
+        lines.append(f"| `svc {' '.join(cmd.words)}` | {_runs(cmd)} | {_cell(cmd.summary)} |")
     for cmd in tree:
         lines += ["", f"## svc {' '.join(cmd.words)}", "", cmd.summary, ""]
-        if cmd.capability is not None:
+        if cmd.help:
+            lines += [cmd.help, ""]
+        if cmd.options is not None and cmd.capability is not None:
+            lines += [f"The command-line projection of the capability `{cmd.capability}`.", ""]
+        elif cmd.capability is not None:
             lines += [f"Runs the capability `{cmd.capability}` through the executor.", ""]
         if cmd.parameters:
-            lines += ["| parameter | kind | default | help |", "|---|---|---|---|"]
-            for p in cmd.parameters:
-                kind = "|".join(p.choices) if p.choices else p.kind
-                default = "" if p.default is None else f"`{json.dumps(p.default)}`"
-                name = p.name if not p.positional else f"{p.name} (required)"
-                lines.append(f"| `{name}` | {kind} | {default} | {p.help} |")
+            lines += _parameter_table(cmd.parameters)
     return ("\n".join(lines) + "\n").encode()
+
+
+def _parameter_table(parameters: list[CliParameter]) -> list[str]:
+    """One row per parameter: its names (a positional one marked required), kind, default and help."""
+    rows = ["| parameter | kind | default | help |", "|---|---|---|---|"]
+    for p in parameters:
+        kind = "\\|".join(p.choices) if p.choices else p.kind
+        default = "" if p.default is None else f"`{json.dumps(p.default)}`"
+        if p.positional:
+            name = f"`{p.name}` (required)"
+        elif p.negatable:
+            name = f"`{p.name}` / `--no-{p.name.removeprefix('--')}`"
+        else:
+            name = f"`{p.name}`"
+        rows.append(f"| {name} | {kind} | {default} | {_cell(p.help)} |")
+    return rows
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
 
 
 def _runs(cmd: CliCommand) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from svc.registry._cli_tree import cli_tree
-from svc.registry._mcp_catalog import mcp_catalog
 from svc.registry._registry import Registry
+from svc.surfaces._cli_tree import cli_tree
+from svc.surfaces._mcp_catalog import mcp_catalog
 
 __all__ = ["Reachable", "reachable"]
 

@@ -10,6 +10,7 @@ import trio
 
 from svc import _errors
 from svc.layer import Repository, pid_alive, read_lease
+from svc.registry import ErrorBody
 
 if TYPE_CHECKING:
     import httpx
@@ -22,19 +23,7 @@ _log = logging.getLogger("svc.cli")
 NO_SERVER = "no server serves this repository (start one with svc serve)"
 PROBE_SECONDS = 2.0
 CALL_SECONDS = 30.0
-_BY_CODE: dict[str, type[_errors.SvcError]] = {
-    cls.code: cls
-    for cls in (
-        _errors.InvalidInput,
-        _errors.NotFound,
-        _errors.Forbidden,
-        _errors.MethodNotAllowed,
-        _errors.PayloadTooLarge,
-        _errors.Refused,
-        _errors.Unavailable,
-        _errors.Internal,
-    )
-}
+_ERROR_BODY = msgspec.json.Decoder(ErrorBody)
 
 
 async def find_server(repo: Repository, client: httpx.AsyncClient) -> str | None:
@@ -99,12 +88,10 @@ async def call_remote(client: httpx.AsyncClient, url: str, cap: Capability, para
     if answer.status_code == 200:
         return answer.content
     try:
-        error = answer.json()["error"]
-        cls = _BY_CODE.get(error["code"], _errors.Internal)
-        message = str(error["message"])
-    except (ValueError, KeyError, TypeError):
-        cls, message = _errors.Internal, f"the server answered {answer.status_code}"
-    raise cls(message)
+        error = _ERROR_BODY.decode(answer.content).error
+    except msgspec.DecodeError:
+        raise _errors.Internal(f"the server answered {answer.status_code}") from None
+    raise _errors.error_class(error.code)(error.message)
 
 
 def _text(value: Any) -> str:

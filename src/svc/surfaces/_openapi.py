@@ -11,25 +11,16 @@ from typing import Any
 
 import msgspec
 
+from svc._errors import ERRORS, Forbidden, Internal, InvalidInput, NotFound, Refused, SvcError
 from svc._version import __version__
-from svc.registry._declaration import Capability
+from svc.registry._declaration import Capability, Example
 from svc.registry._registry import Registry
 from svc.registry._schema import REF_PREFIX
+from svc.surfaces._routes import SERVER_ROUTES
 
-__all__ = ["BINDING_RULES", "ERRORS", "INFRASTRUCTURE_ROUTES", "render_openapi"]
+__all__ = ["BINDING_RULES", "render_openapi"]
 
 DIALECT = "https://spec.openapis.org/oas/3.1/dialect/base"
-
-INFRASTRUCTURE_ROUTES: tuple[dict[str, str], ...] = (
-    {"method": "GET", "path": "/", "purpose": "home page listing every surface"},
-    {"method": "GET", "path": "/api/v1", "purpose": "the capability registry over HTTP"},
-    {"method": "GET", "path": "/openapi.json", "purpose": "the OpenAPI document"},
-    {"method": "GET", "path": "/swagger", "purpose": "Swagger UI over that document"},
-    {"method": "GET", "path": "/mcp", "purpose": "MCP over HTTP for further clients"},
-    {"method": "GET", "path": "/events", "purpose": "live channel (WebSocket) of executions"},
-    {"method": "GET", "path": "/cockpit", "purpose": "the registry rendered for a person"},
-    {"method": "GET", "path": "/docs/", "purpose": "the repository's own documentation"},
-)
 
 BINDING_RULES: tuple[str, ...] = (
     "GET: every top-level property of the capability's input is a query parameter, coerced by the "
@@ -37,30 +28,6 @@ BINDING_RULES: tuple[str, ...] = (
     "POST: the input is the JSON request body (an object).",
     "An unknown parameter or unknown body field is invalid input (400 invalid_input); it is not ignored.",
     "A path that exists under another method answers 405 method_not_allowed.",
-)
-
-ERRORS: tuple[dict[str, Any], ...] = (
-    {
-        "status": 400,
-        "code": "invalid_input",
-        "when": "a parameter of the wrong type, an unknown parameter "
-        "or field, a value the capability rejects, or a request body that is not a JSON object",
-    },
-    {
-        "status": 403,
-        "code": "forbidden",
-        "when": "a Host that is not loopback, a foreign Origin, or a repository write asked over HTTP",
-    },
-    {"status": 404, "code": "not_found", "when": "the input names something the repository does not hold"},
-    {"status": 405, "code": "method_not_allowed", "when": "the path exists under another method"},
-    {"status": 413, "code": "payload_too_large", "when": "a request body over 1 MiB"},
-    {
-        "status": 422,
-        "code": "refused",
-        "when": "a command understood and turned down; the message gives the reason",
-    },
-    {"status": 500, "code": "internal", "when": "the capability failed for its own reason"},
-    {"status": 503, "code": "unavailable", "when": "the server is stopping or a bound is reached"},
 )
 
 _ERROR_REF = {"$ref": REF_PREFIX + "ErrorBody"}
@@ -99,7 +66,8 @@ def _parameters(registry: Registry, cap: Capability) -> list[dict[str, Any]]:
         if "description" in prop:
             param["description"] = prop["description"]
         param["schema"] = _without_null(prop)
-        examples = {e.name: {"value": e.input[name]} for e in cap.examples if name in e.input}
+        # A case that sets this parameter shows under it (a null value is no query parameter at all).
+        examples = {e.name: {"value": e.input[name]} for e in cap.examples if e.input.get(name) is not None}
         if examples:
             param["examples"] = examples
         params.append(param)
@@ -131,14 +99,14 @@ def _operation(registry: Registry, cap: Capability) -> dict[str, Any]:
             "description": "the answer",
             "content": {"application/json": {"schema": registry.schemas.ref(cap.output)}},
         },
-        "400": _error("invalid_input: a parameter or field is unknown, of the wrong type or rejected"),
-        "404": _error("not_found: the input names something the repository does not hold"),
     }
+    raised: list[type[SvcError]] = [InvalidInput, NotFound, Internal]
     if cap.kind == "command":
-        responses["422"] = _error("refused: understood and turned down; the message gives the reason")
+        raised.append(Refused)
     if cap.writes_repository:
-        responses["403"] = _error("forbidden: HTTP never writes the repository; use the MCP tool or the CLI")
-    responses["500"] = _error("internal: the capability failed for its own reason")
+        raised.append(Forbidden)
+    for error in raised:
+        responses[str(error.status)] = _error(f"{error.code}: {error.when}")
     responses["default"] = _error("any other failure, as ErrorBody")
     op["responses"] = dict(sorted(responses.items(), key=lambda kv: (kv[0] == "default", kv[0])))
     op["x-svc-id"] = cap.id
@@ -152,7 +120,17 @@ def _operation(registry: Registry, cap: Capability) -> dict[str, Any]:
         op["x-svc-mcp"] = _plain(cap.exposure.mcp)
     if cap.exposure.cli:
         op["x-svc-cli"] = " ".join(cap.exposure.cli)
+    op["x-svc-examples"] = [_example(e) for e in cap.examples]
     return op
+
+
+def _example(example: Example) -> dict[str, Any]:
+    """One case as the operation lists it: every example, even one with no parameter or field set."""
+    case: dict[str, Any] = {"name": example.name, "input": example.input}
+    if example.description is not None:
+        case["description"] = example.description
+    case["status"] = example.status
+    return case
 
 
 def _plain(struct: Any) -> dict[str, Any]:
@@ -187,8 +165,8 @@ def render_openapi(registry: Registry) -> dict[str, Any]:
         "components": {"schemas": registry.schemas.components},
         "x-svc": {
             "generator": f"svc {__version__}",
-            "infrastructure": list(INFRASTRUCTURE_ROUTES),
+            "infrastructure": [{"method": r.method, "path": r.path, "purpose": r.purpose} for r in SERVER_ROUTES],
             "binding": list(BINDING_RULES),
-            "errors": list(ERRORS),
+            "errors": [{"status": e.status, "code": e.code, "when": e.when} for e in ERRORS],
         },
     }

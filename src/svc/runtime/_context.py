@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import msgspec
 import trio
 
+from svc.runtime._components import Components
+
 if TYPE_CHECKING:
-    from svc.registry._runtime import Runtime
+    from svc.runtime._runtime import Runtime
 
 __all__ = ["Actor", "Context", "LogStream", "Reporter", "Severity"]
 
@@ -63,12 +65,21 @@ class Reporter(Protocol):
 class Context:
     """Passed to every handler as its first argument."""
 
-    __slots__ = ("actor", "reporter", "runtime")
+    __slots__ = ("actor", "components", "reporter", "runtime")
 
-    def __init__(self, runtime: Runtime, actor: Actor, reporter: Reporter | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        actor: Actor,
+        reporter: Reporter | None = None,
+        *,
+        components: Components | None = None,
+    ) -> None:
         self.runtime = runtime
         self.actor = actor
         self.reporter = reporter
+        #: The service's components by type (`ctx.components.get(Engine)`), handed over at construction.
+        self.components = components if components is not None else Components()
 
     def is_reporting(self) -> bool:
         """Whether the calls below are recorded (the handler runs as an execution)."""

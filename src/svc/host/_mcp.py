@@ -28,9 +28,9 @@ from typing import Any, Literal, TypeVar
 import httpx
 import mcp_types as types
 import trio
+from packaging.version import InvalidVersion, Version
 
 from svc._errors import Unavailable
-from svc._service import open_service
 from svc._version import __version__
 from svc.api import (
     Backend,
@@ -40,12 +40,13 @@ from svc.api import (
     build_server,
     claim_stdio,
     new_peer,
-    serve_http,
     serve_stdio,
 )
 from svc.capabilities import builtin_registry
-from svc.cli._hosting import Timings, server_timings, watch_signals
-from svc.cli._remote import probe_server
+from svc.host._hosting import Timings, executable, server_timings, watch_signals
+from svc.host._remote import probe_server
+from svc.host._serve import serve_checkout
+from svc.host._service import open_service
 from svc.layer import (
     Executable,
     Lease,
@@ -54,14 +55,12 @@ from svc.layer import (
     acquire_lease,
     discard_lease,
     pid_alive,
-    publish_url,
     read_lease,
-    release_lease,
 )
-from svc.mesh_udp import start_mesh
-from svc.registry import Actor, ExecutableStamp, Executor, McpAttachments, mcp_catalog, utc_now
+from svc.runtime import Actor, Executor, McpAttachments, utc_now
+from svc.surfaces import mcp_catalog
 
-__all__ = ["Decision", "Host", "Relay", "decide", "elect", "run_mcp"]
+__all__ = ["Decision", "Host", "Relay", "decide", "elect", "older", "run_mcp"]
 
 _log = logging.getLogger("svc.mcp")
 _T = TypeVar("_T")
@@ -89,12 +88,15 @@ class Decision:
         return f"{self.role.replace('_', ' ')}{where}: {self.reason}"
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    parts: list[int] = []
-    for part in version.split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
+def older(theirs: str, ours: str) -> bool:
+    """Whether version `theirs` is older than `ours` (PEP 440: `0.1.0rc1` < `0.1.0` < `0.1.1.dev1`).
+
+    A version that does not parse is never taken for older: the lease is not taken over on a guess.
+    """
+    try:
+        return Version(theirs) < Version(ours)
+    except InvalidVersion:
+        return False
 
 
 def _age_seconds(lease: Lease) -> float:
@@ -125,10 +127,9 @@ async def decide(repo: Repository, client: httpx.AsyncClient, timings: Timings) 
     who = f"pid {lease.pid}"
     if not pid_alive(lease.pid):
         return Decision("take_over", f"{who} holds the lease but is not running", holder=lease)
-    stamp = ExecutableStamp.read()
-    if _replaced(lease, Executable(path=stamp.path, mtime=stamp.mtime, size=stamp.size)):
+    if _replaced(lease, executable()):
         return Decision("take_over", f"{who} runs an svc that has since been replaced on disk", holder=lease)
-    if lease.version is not None and _version_key(lease.version) < _version_key(__version__):
+    if lease.version is not None and older(lease.version, __version__):
         return Decision("take_over", f"{who} runs svc {lease.version}, older than {__version__}", holder=lease)
     if lease.url is None:
         age = _age_seconds(lease)
@@ -146,13 +147,12 @@ async def elect(repo: Repository, client: httpx.AsyncClient, timings: Timings) -
     Raises:
         Unavailable: no decision within the join deadline plus the bind grace (a holder kept binding).
     """
-    stamp = ExecutableStamp.read()
-    executable = Executable(path=stamp.path, mtime=stamp.mtime, size=stamp.size)
+    ours = executable()
     with trio.move_on_after(timings.join + timings.bind_grace):
         while True:
             try:
                 lease = await trio.to_thread.run_sync(
-                    partial(acquire_lease, repo, version=__version__, executable=executable, started_at=utc_now())
+                    partial(acquire_lease, repo, version=__version__, executable=ours, started_at=utc_now())
                 )
             except LeaseHeld:
                 pass
@@ -321,32 +321,21 @@ class Host:
         self, lease: Lease | None, http: bool, *, task_status: trio.TaskStatus[Executor] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Serve the checkout from this process until `stop`: the executor, and HTTP unless standalone."""
-        try:
-            async with open_service(self.repo, surface="mcp", watch=True) as executor:
-                runtime = executor.runtime
-                runtime.server.leaseholder = (lease is not None) if http else None
-                self._serving(executor)
-                if not http:
-                    task_status.started(executor)
-                    await self.stop.wait()
-                    return
-                async with trio.open_nursery() as nursery:
-                    url = await nursery.start(partial(serve_http, executor, port=self.port, shutdown=self.stop))
-                    if lease is not None:
-                        lease = await trio.to_thread.run_sync(publish_url, self.repo, lease, url)
-                    await start_mesh(runtime, executor.supervisor)
-                    catalog = mcp_catalog(runtime.registry)
-                    _log.info(
-                        "svc: serving %s — MCP on stdio and %s/mcp, %d tools, %d query resources",
-                        url,
-                        url,
-                        len(catalog.tools),
-                        len(catalog.resources),
-                    )
-                    task_status.started(executor)
-        finally:
-            if lease is not None:
-                release_lease(self.repo, lease)
+        executor: Executor = await self.nursery.start(
+            partial(serve_checkout, self.repo, surface="mcp", port=self.port, lease=lease, http=http, stop=self.stop)
+        )
+        self._serving(executor)
+        url = executor.runtime.server.url
+        if url is not None:
+            catalog = mcp_catalog(executor.runtime.registry)
+            _log.info(
+                "svc: serving %s — MCP on stdio and %s/mcp, %d tools, %d query resources",
+                url,
+                url,
+                len(catalog.tools),
+                len(catalog.resources),
+            )
+        task_status.started(executor)
 
     async def linger(self) -> None:
         """After the stdio session closed: keep serving while HTTP MCP sessions remain attached."""

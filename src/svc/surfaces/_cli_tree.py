@@ -1,0 +1,194 @@
+"""The command tree of `svc` as data: the CLI is built from it, and so is its generated reference.
+
+Every command's parameters are derived from one msgspec Struct (`msgspec.inspect.type_info`): a capability
+command's from the capability's input, an infrastructure command's (`generate`, `mcp`, `run`, `serve`, see
+`_commands.py`) from its options Struct. A required field is a positional argument (declaration order), every
+other field an option `--name` (underscores become dashes) whose help is the field's description. A boolean is
+a `--name/--no-name` flag on a capability command (absent means "not given", as over HTTP) and a switch
+`--name` on an infrastructure command. Capability commands add `--json`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import msgspec
+from msgspec import inspect as mi
+
+from svc.registry._binding import text_kinds
+from svc.registry._declaration import Capability
+from svc.registry._registry import Registry
+from svc.surfaces._commands import INFRASTRUCTURE, InfrastructureCommand, SvcOptions
+
+__all__ = ["VERSION_OPTION", "CliCommand", "CliParameter", "cli_tree", "global_options", "resolve", "struct_parameters"]
+
+ParameterKind = Literal["integer", "number", "boolean", "text", "directory"]
+
+
+class CliParameter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One argument or option of a command.
+
+    `negatable` booleans are `--name/--no-name`; other booleans are switches, off unless given.
+    """
+
+    name: str
+    field: str | None = None
+    kind: ParameterKind = "text"
+    positional: bool = False
+    required: bool = False
+    negatable: bool = False
+    choices: list[str] | None = None
+    default: Any = None
+    metavar: str | None = None
+    help: str = ""
+
+
+class CliCommand(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A runnable command: its words, what it does, and the capability it runs (if any).
+
+    An infrastructure command names its options Struct in `options` and says more in `help`; its
+    `capability` is the one it projects onto the command line.
+    """
+
+    words: list[str]
+    summary: str
+    help: str = ""
+    capability: str | None = None
+    options: str | None = None
+    preset: dict[str, Any] | None = None
+    parameters: list[CliParameter] = msgspec.field(default_factory=list)
+
+
+_JSON = CliParameter(name="--json", kind="boolean", help="print the answer as JSON (the HTTP body's bytes)")
+VERSION_OPTION = CliParameter(name="--version", kind="boolean", help="print the version and exit")
+
+
+def struct_parameters(
+    tp: type[msgspec.Struct], *, fixed: Iterable[str] = (), switches: bool = False
+) -> list[CliParameter]:
+    """The parameters of a command whose values decode into `tp` (fields in `fixed` excepted).
+
+    With `switches`, a boolean is a switch `--name`, which must default to false; without, `--name/--no-name`.
+    """
+    info = mi.type_info(tp)
+    assert isinstance(info, mi.StructType)
+    kinds = text_kinds(tp)
+    skip = set(fixed)
+    out: list[CliParameter] = []
+    for fld in info.fields:
+        name = fld.encode_name
+        if name in skip:
+            continue
+        meta = fld.type if isinstance(fld.type, mi.Metadata) else None
+        described = (meta.extra_json_schema or {}) if meta is not None else {}
+        extra = (meta.extra or {}) if meta is not None else {}
+        kind: ParameterKind = extra.get("kind", kinds[name])
+        literal = _non_null(meta.type if meta is not None else fld.type)
+        choices = [str(v) for v in literal.values] if isinstance(literal, mi.LiteralType) else None
+        common: dict[str, Any] = {
+            "field": name,
+            "kind": kind,
+            "choices": choices,
+            "metavar": extra.get("metavar"),
+            "help": str(described.get("description", "")),
+        }
+        if fld.required:
+            out.append(CliParameter(name=name.upper(), positional=True, required=True, **common))
+            continue
+        default = _default(fld)
+        flag = "--" + name.replace("_", "-")
+        if kind == "boolean" and switches:
+            if default is not False:
+                raise TypeError(f"{tp.__name__}.{name}: a switch must default to false")
+            out.append(CliParameter(name=flag, **common))
+        else:
+            out.append(CliParameter(name=flag, negatable=kind == "boolean", default=default, **common))
+    return out
+
+
+def _default(fld: mi.Field) -> Any:
+    if fld.default is not msgspec.NODEFAULT:
+        return msgspec.to_builtins(fld.default)
+    if fld.default_factory in (list, dict, set, bytearray):
+        return msgspec.to_builtins(fld.default_factory())
+    return None
+
+
+def _non_null(tp: mi.Type) -> mi.Type:
+    """The one non-null member of an optional type (itself when it is not one)."""
+    if isinstance(tp, mi.UnionType):
+        rest = [t for t in tp.types if not isinstance(t, mi.NoneType)]
+        if len(rest) == 1:
+            tp = rest[0]
+    return tp.type if isinstance(tp, mi.Metadata) else tp
+
+
+def _parameters(cap: Capability, fixed: Iterable[str] = ()) -> list[CliParameter]:
+    return [*struct_parameters(cap.input, fixed=fixed), _JSON]
+
+
+def _infrastructure(spec: InfrastructureCommand) -> CliCommand:
+    return CliCommand(
+        words=list(spec.words),
+        summary=spec.summary,
+        help=spec.help,
+        capability=spec.capability,
+        options=spec.options.__name__,
+        parameters=struct_parameters(spec.options, switches=True),
+    )
+
+
+def global_options() -> list[CliParameter]:
+    """The options of `svc` itself: `--version`, then those of `SvcOptions`."""
+    return [VERSION_OPTION, *struct_parameters(SvcOptions, switches=True)]
+
+
+def cli_tree(registry: Registry) -> list[CliCommand]:
+    """Every runnable command, sorted by its words.
+
+    An infrastructure command that projects a capability is listed when the registry has that capability,
+    and it then takes that capability's words (`svc run` is `executions.start` on the command line).
+
+    Raises:
+        ValueError: two commands have the same words.
+    """
+    commands = [
+        _infrastructure(spec) for spec in INFRASTRUCTURE if spec.capability is None or spec.capability in registry.by_id
+    ]
+    taken = {tuple(c.words): c.capability for c in commands}
+
+    def add(command: CliCommand) -> None:
+        words = tuple(command.words)
+        if words in taken:
+            raise ValueError(f"two commands are `svc {' '.join(words)}`")
+        taken[words] = command.capability
+        commands.append(command)
+
+    for cap in registry.capabilities:
+        if cap.exposure.cli and taken.get(tuple(cap.exposure.cli), "") != cap.id:
+            add(
+                CliCommand(
+                    words=list(cap.exposure.cli),
+                    summary=cap.title,
+                    capability=cap.id,
+                    parameters=_parameters(cap),
+                )
+            )
+        for preset in cap.exposure.cli_presets:
+            add(
+                CliCommand(
+                    words=list(preset.words),
+                    summary=preset.summary,
+                    capability=cap.id,
+                    preset=dict(preset.input),
+                    parameters=_parameters(cap, fixed=preset.input),
+                )
+            )
+    return sorted(commands, key=lambda c: c.words)
+
+
+def resolve(tree: list[CliCommand], words: tuple[str, ...] | list[str]) -> CliCommand | None:
+    """The command with exactly these words, or None."""
+    wanted = list(words)
+    return next((c for c in tree if c.words == wanted), None)

@@ -1,0 +1,151 @@
+"""The infrastructure commands of `svc` (`generate`, `mcp`, `run`, `serve`) and the global options, declared once.
+
+Each command's options are one msgspec Struct: the command tree derives its parameters from it (as capability
+commands derive theirs from their input Struct), the command line parses into it, and the generated reference
+is rendered from the same tree. A field's `Meta(description=...)` is its help; `Meta(extra=...)` may add a
+`metavar` and, for an existing directory, `kind: directory`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import msgspec
+from msgspec import Meta
+
+__all__ = [
+    "INFRASTRUCTURE",
+    "GenerateOptions",
+    "InfrastructureCommand",
+    "McpOptions",
+    "RunOptions",
+    "ServeOptions",
+    "SvcOptions",
+]
+
+_Port = Annotated[int, Meta(ge=0, le=65535)]
+
+
+class SvcOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The options of `svc` itself, given before the command."""
+
+    repo: Annotated[
+        str | None,
+        Meta(
+            description="the checkout to work on (default: the one containing the working directory)",
+            extra={"kind": "directory"},
+        ),
+    ] = None
+
+
+class GenerateOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Options of `svc generate`."""
+
+    check: Annotated[
+        bool,
+        Meta(description="re-derive every document, write nothing, list what is stale and exit 10 if any is"),
+    ] = False
+
+
+class McpOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Options of `svc mcp`."""
+
+    port: Annotated[_Port, Meta(description="the first port to try when serving HTTP")] = 8741
+    standalone: Annotated[
+        bool, Meta(description="serve stdio only, from this process: no lease, no HTTP server, no bridge")
+    ] = False
+    inspect: Annotated[
+        bool,
+        Meta(description="print what this invocation would do (serve, bridge, wait, take over) and why, then exit"),
+    ] = False
+
+
+class RunOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Options of `svc run`."""
+
+    capability: Annotated[str, Meta(description="canonical id of the capability to run")]
+    input: Annotated[
+        str | None,
+        Meta(description="the capability's input, a JSON object ({} when omitted)", extra={"metavar": "JSON"}),
+    ] = None
+    json: Annotated[bool, Meta(description="print the final ExecutionView as JSON")] = False
+    quiet: Annotated[
+        bool,
+        Meta(
+            description=(
+                "print no progress, summary or output, only errors that keep the run from starting; "
+                "the exit code tells how it ended"
+            )
+        ),
+    ] = False
+
+
+class ServeOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Options of `svc serve`."""
+
+    port: Annotated[_Port, Meta(description="the first port to try")] = 8741
+
+
+@dataclass(frozen=True, slots=True)
+class InfrastructureCommand:
+    """A command that is not a capability: its words, one-line summary, longer help and options Struct.
+
+    `capability` names the capability the command projects onto the command line, if any (`svc run` is the
+    command-line projection of `executions.start`); the command is in a registry's tree only when the
+    registry has that capability.
+    """
+
+    words: tuple[str, ...]
+    summary: str
+    help: str
+    options: type[msgspec.Struct]
+    capability: str | None = None
+
+
+INFRASTRUCTURE: tuple[InfrastructureCommand, ...] = (
+    InfrastructureCommand(
+        words=("generate",),
+        summary="Write the generated documents under docs/generated/ (or, with --check, compare them).",
+        help=(
+            "Each file is written atomically, and only when its bytes changed. With --check nothing is written: "
+            "every document is rendered in memory and compared byte for byte with its committed copy, one line "
+            "per file, and the command exits 10 when any is stale or missing."
+        ),
+        options=GenerateOptions,
+    ),
+    InfrastructureCommand(
+        words=("mcp",),
+        summary=(
+            "Serve MCP on stdio: the first in a checkout also serves HTTP (8741 first) and holds the lease, "
+            "later ones bridge to it."
+        ),
+        help=(
+            "The first `svc mcp` of a checkout serves it: it holds the lease, binds HTTP on 127.0.0.1 (`/mcp` "
+            "included) beside its stdio session and logs the URL to stderr. A later one bridges its stdio session "
+            "to that server. Nothing but the protocol is written on stdout. Closing stdin ends the session (a "
+            "server stays while HTTP MCP sessions remain); SIGINT or SIGTERM ends it at once, with exit 0."
+        ),
+        options=McpOptions,
+    ),
+    InfrastructureCommand(
+        words=("run",),
+        summary="Run a capability as an execution in this process, reported to the server serving the checkout.",
+        help=(
+            "When a server serves this checkout, every event is reported to it, so the run shows in "
+            "`executions list` and on /events. Ctrl-C cancels the run; a second Ctrl-C exits at once. "
+            "Exit 0 when it succeeded, 10 when it failed, was cancelled or refused."
+        ),
+        options=RunOptions,
+        capability="executions.start",
+    ),
+    InfrastructureCommand(
+        words=("serve",),
+        summary="Serve the registry over HTTP on 127.0.0.1 (8741 first, else the next free port).",
+        help=(
+            "Holds the checkout's lease, logs the bound URL to stderr and prints nothing on stdout. Refused "
+            "(exit 10) when a live server already holds the lease. SIGINT or SIGTERM stops it cleanly."
+        ),
+        options=ServeOptions,
+    ),
+)
