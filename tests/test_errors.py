@@ -27,8 +27,10 @@ SERVED = {
     "Forbidden": (403, "forbidden", 10),
     "NotFound": (404, "not_found", 10),
     "MethodNotAllowed": (405, "method_not_allowed", 2),
+    "RequestTimeout": (408, "request_timeout", 10),
     "PayloadTooLarge": (413, "payload_too_large", 10),
     "Refused": (422, "refused", 10),
+    "HeadersTooLarge": (431, "headers_too_large", 10),
     "Internal": (500, "internal", 1),
     "Unavailable": (503, "unavailable", 1),
 }

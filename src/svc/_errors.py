@@ -9,8 +9,10 @@ code a client reads back into its class) is read from this tree through `ERRORS`
     ├── Forbidden             403 forbidden           exit 10
     ├── NotFound              404 not_found           exit 10
     ├── MethodNotAllowed      405 method_not_allowed  exit 2
+    ├── RequestTimeout        408 request_timeout     exit 10
     ├── PayloadTooLarge       413 payload_too_large   exit 10
     ├── Refused               422 refused             exit 10
+    ├── HeadersTooLarge       431 headers_too_large   exit 10
     ├── Internal              500 internal            exit 1
     └── Unavailable           503 unavailable         exit 1
 
@@ -25,12 +27,14 @@ from typing import ClassVar
 __all__ = [
     "ERRORS",
     "Forbidden",
+    "HeadersTooLarge",
     "Internal",
     "InvalidInput",
     "MethodNotAllowed",
     "NotFound",
     "PayloadTooLarge",
     "Refused",
+    "RequestTimeout",
     "SvcError",
     "Unavailable",
     "error_class",
@@ -63,7 +67,8 @@ class InvalidInput(SvcError):
     exit_code = 10
     when = (
         "a parameter of the wrong type, an unknown parameter or field, a value the capability rejects, "
-        "or a request body that is not a JSON object"
+        "a request body that is not a JSON object or is nested more than 64 levels deep, "
+        "or a request that is not valid HTTP/1.1"
     )
 
 
@@ -105,6 +110,24 @@ class PayloadTooLarge(SvcError):
     code = "payload_too_large"
     exit_code = 10
     when = "a request body over 1 MiB"
+
+
+class RequestTimeout(SvcError):
+    """A request body that did not arrive in time."""
+
+    status = 408
+    code = "request_timeout"
+    exit_code = 10
+    when = "a request body not complete within 10 s of its request head"
+
+
+class HeadersTooLarge(SvcError):
+    """A request line and headers over the size limit."""
+
+    status = 431
+    code = "headers_too_large"
+    exit_code = 10
+    when = "a request line and headers over 16 KiB"
 
 
 class Refused(SvcError):

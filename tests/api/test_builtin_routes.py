@@ -10,13 +10,16 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import msgspec
 import pytest
+import trio
 
 from svc.capabilities import builtin_registry
 from svc.registry import Capability, Example
+from svc.runtime import Executor
 from tests.api._wire import assert_error
 
 #: Waived examples that name an execution: they run against one started first.
@@ -145,3 +148,22 @@ async def test_the_plan_transition_refusal_names_the_tool_and_commands_of_the_de
     else:
         r = await call(checkout_client, REGISTRY.by_id["executions.start"], {"capability": cap.id, "input": params})
     assert_error(r, 403, "forbidden", "svc_plan_transition", "svc plan start|verify|done")
+
+
+@pytest.mark.slow
+@pytest.mark.bound(10)
+async def test_a_client_that_leaves_cancels_its_direct_call(server: str, executor: Executor) -> None:
+    """A direct `executions.demonstrate` of 10**12 steps (valid: `steps` is a uint64) ends with its client."""
+    url = urlsplit(server)
+    assert url.hostname is not None
+    assert url.port is not None
+    stream = await trio.open_tcp_stream(url.hostname, url.port)
+    request = f"GET /api/v1/executions/demonstrate?steps={10**12} HTTP/1.1\r\nHost: {url.netloc}\r\n\r\n"
+    await stream.send_all(request.encode())
+    while executor.supervisor.active == 0:
+        await trio.lowlevel.checkpoint()
+    async with httpx.AsyncClient(base_url=server) as http:
+        assert (await http.get("/api/v1/live")).status_code == 200
+    await stream.aclose()
+    while executor.supervisor.active:
+        await trio.lowlevel.checkpoint()

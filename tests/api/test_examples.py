@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,13 @@ def clone_checkout(dest: Path) -> Path:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One `svc serve --port 0` over a clone for the whole module; yields its URL, then stops it."""
-    scratch = tmp_path_factory.mktemp("examples")
+    with serving_clone(tmp_path_factory.mktemp("examples")) as url:
+        yield url
+
+
+@contextmanager
+def serving_clone(scratch: Path) -> Iterator[str]:
+    """`svc serve --port 0` over a clone made under `scratch` for the block; yields its URL, then stops it."""
     repo = clone_checkout(scratch / "checkout")
     log = scratch / "serve.log"
     env = {**os.environ, "XDG_STATE_HOME": str(scratch / "state")}

@@ -5,19 +5,22 @@ Pairs with `src/svc/api/_pages.py`.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import httpx
 import pytest
+import trio
 
 from svc import __version__
+from svc.api._pages import RENDER_LIMIT
 from svc.capabilities import builtin_registry
 from svc.layer import checkout_id
 from svc.registry import Registry
 from svc.surfaces import openapi_json
 from tests.api._wire import assert_error, raw_request, websocket_upgrade
-from tests.api.conftest import SECRET
+from tests.api.conftest import SECRET, open_executor, serving
 
 CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'"
 SURFACE_PATHS = {"/api/v1", "/openapi.json", "/swagger", "/docs/", "/mcp", "/events", "/cockpit"}
@@ -331,3 +334,34 @@ async def test_an_absolute_document_path_is_404(docs_server: str, target: str) -
 async def test_a_nul_byte_in_a_document_path_is_404(docs_server: str, target: str) -> None:
     r = await raw_request(docs_server, target)
     assert_error(r, 404, "not_found")
+
+
+# The reading rule on docs/: a docs/ that leaves the checkout, and Markdown too large to render.
+
+
+async def test_a_docs_folder_symlinked_out_of_the_checkout_is_not_served(tmp_path: Path, nursery: trio.Nursery) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "README.md").write_text(f"# Elsewhere\n\n{SECRET}\n")
+    root = tmp_path / "checkout"
+    root.mkdir()
+    os.symlink(outside, root / "docs")
+    async with (
+        open_executor(builtin_registry(), root) as executor,
+        serving(executor, nursery) as url,
+        httpx.AsyncClient(base_url=url) as http,
+    ):
+        for path in ("/docs/", "/docs/README.md"):
+            response = await http.get(path)
+            assert_error(response, 404, "not_found")
+            assert SECRET not in response.text
+
+
+async def test_markdown_over_the_render_limit_is_sent_as_text(
+    docs_client: httpx.AsyncClient, docs_checkout: Path
+) -> None:
+    (docs_checkout / "docs" / "large.md").write_text("# Large\n\n" + "*x* " * (RENDER_LIMIT // 4))
+    response = await docs_client.get("/docs/large.md")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/plain; charset=utf-8"
+    assert response.text.startswith("# Large\n\n*x* ")

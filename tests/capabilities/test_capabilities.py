@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -9,11 +11,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from svc import InvalidInput, NotFound
+from svc import InvalidInput, NotFound, Unavailable
 from svc.capabilities._release import parse_changelog
 from svc.host._service import open_service
 from svc.layer import Repository
 from svc.runtime import Actor, Executor
+from tests.api.test_hostile_layer import sparse
 from tests.conftest import make_checkout
 
 ACTOR = Actor(kind="internal")
@@ -63,7 +66,7 @@ async def test_projections_close_http_and_cli_and_name_what_is_unmet(bare: Execu
     rows = {r["id"]: r for r in matrix["rows"]}
     assert rows["health.live"]["closed"] is True
     assert rows["health.live"]["http"] == "GET /api/v1/live"
-    assert matrix["unbacked"] == ["generate", "mcp", "serve"]
+    assert matrix["unbacked"] == ["generate", "mcp", "plan repair-ledger", "serve"]
     unmet = await ask(bare, "capabilities.projections", unmet=True)
     assert all(not r["closed"] for r in unmet["rows"])
     assert {f["id"] for f in unmet["findings"]} == {r["id"] for r in unmet["rows"]}
@@ -139,7 +142,7 @@ async def test_artifacts_verdicts(tmp_path: Path) -> None:
         assert (await ask(ex, "artifacts.list", document="cli", format="json"))["verdict"] == "current"
         everything = await ask(ex, "artifacts.list", document="cli")
         assert everything["verdict"] == "missing"
-        with pytest.raises(InvalidInput, match="unknown document 'nope'"):
+        with pytest.raises(InvalidInput, match=r"Invalid enum value 'nope' - at `\$.document`"):
             await ask(ex, "artifacts.list", document="nope")
 
 
@@ -189,3 +192,66 @@ async def test_changelog_capability(bare: Executor) -> None:
     one = await ask(bare, "release.changelog", version="v1.2.0")
     assert [r["version"] for r in one["releases"]] == ["1.2.0"]
     assert (await ask(bare, "release.changelog", version="unreleased"))["releases"][0]["unreleased"] is True
+
+
+async def test_ready_answers_from_resident_state_and_never_builds_in_a_server(layered: Executor) -> None:
+    runtime = layered.runtime
+    runtime.generation.watched = True  # as under `svc serve`: the watcher owns the builds
+    before = await ask(layered, "health.ready")
+    assert (before["ready"], before["layer"], before["objects"]) == (False, "unknown", 0)
+    assert runtime.resident() is None
+    await runtime.warm_async()
+    built = await ask(layered, "health.ready")
+    assert (built["ready"], built["layer"]) == (True, "ok")
+    os.mkfifo(runtime.repository.layer / "repo" / "pipe.yaml")
+    runtime.generation.bump()
+    assert await ask(layered, "health.ready") == built
+    await runtime.warm_async()
+    after = await ask(layered, "health.ready")
+    assert (after["ready"], after["layer"]) == (True, "fail")
+
+
+async def test_unreadable_layer_files_fail_the_layer_and_scope_checks(checkout: Path) -> None:
+    repo = checkout / ".ai" / "repo"
+    os.mkfifo(repo / "pipe.yaml")
+    (repo / "scope.yaml").unlink()
+    os.symlink("/dev/zero", repo / "scope.yaml")
+    async with open_service(Repository.discover(checkout), surface="cli", watch=False) as ex:
+        checks = {c["id"]: c for c in (await ask(ex, "health.report"))["checks"]}
+    assert checks["layer"]["status"] == "fail"
+    assert checks["layer"]["findings"] == [
+        ".ai/repo/pipe.yaml: not a regular file (a FIFO)",
+        ".ai/repo/scope.yaml: a symlink leaving the repository",
+    ]
+    assert checks["scope"]["status"] == "fail"
+    assert checks["scope"]["detail"] == ".ai/repo/scope.yaml cannot be read: a symlink leaving the repository"
+
+
+async def test_a_changelog_that_is_no_regular_file_or_too_large_is_refused(bare: Executor) -> None:
+    path = bare.runtime.repository.root / "CHANGELOG.md"
+    os.mkfifo(path)
+    with pytest.raises(NotFound, match=r"CHANGELOG\.md cannot be read: not a regular file \(a FIFO\)"):
+        await ask(bare, "release.changelog")
+    path.unlink()
+    sparse(path, 5 * 1024 * 1024)
+    with pytest.raises(Unavailable, match=r"5\.0 MiB, over the 4 MiB limit"):
+        await ask(bare, "release.changelog")
+
+
+def test_changelog_parsing_is_linear_in_the_text() -> None:
+    started = time.perf_counter()
+    parse_changelog("## [1.0]\n### a" + " " * 200_000 + "b\n- x\n" + "  more\n" * 200_000)
+    assert time.perf_counter() - started < 2
+
+
+async def test_a_generated_document_that_is_no_regular_file_reads_as_missing(tmp_path: Path) -> None:
+    checkout = make_checkout(tmp_path / "a", git=False)
+    async with open_service(Repository.discover(checkout), surface="cli", watch=False) as ex:
+        from svc.cli._generate import write_documents
+
+        write_documents(ex.runtime.repository, ex.runtime.registry, lambda _: None)
+        openapi = checkout / "docs/generated/openapi.json"
+        openapi.unlink()
+        os.mkfifo(openapi)
+        report = await ask(ex, "artifacts.list", document="openapi", format="json")
+    assert [(a["path"], a["state"]) for a in report["artifacts"]] == [("docs/generated/openapi.json", "missing")]

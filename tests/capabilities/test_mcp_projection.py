@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -164,3 +165,13 @@ def test_the_closure_matrix_closes_every_mcp_declaration() -> None:
             assert surfaces.mcp_resources[mcp.resource.uri] == cap.id
     assert surfaces.mcp_tools["svc_mcp"] == "mcp.projection"
     assert surfaces.mcp_resources["svc://mcp"] == "mcp.projection"
+
+
+async def test_a_client_file_that_is_no_regular_file_reads_as_foreign(checkout: Path) -> None:
+    os.mkfifo(checkout / ".mcp.json")
+    (checkout / ".gemini").mkdir()
+    os.symlink("/dev/zero", checkout / ".gemini" / "settings.json")
+    async with open_service(Repository.discover(checkout), surface="cli", watch=False) as executor:
+        answer = await projection(executor)
+    standing = {c["id"]: c["standing"] for c in answer["clients"]}
+    assert (standing["claude-code"], standing["gemini"]) == ("foreign", "foreign")

@@ -232,3 +232,36 @@ async def test_presets_and_a_command_that_is_also_a_group() -> None:
     preset = await runner.invoke(cli, ["demo", "start", "I2", "--json"], catch_exceptions=False)
     assert msgspec.json.decode(preset.stdout) == {"item": "I2", "mode": "start", "loud": False}
     assert (await runner.invoke(cli, ["demo", "start", "I2", "stop"])).exit_code == 2
+
+
+async def test_plan_repair_ledger_appends_what_a_killed_move_left_out_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from svc.layer import Repository
+    from svc.plan import _store, move_issue, read_ledger
+    from tests.plan._records import issue, milestone, write_layer
+
+    class Killed(BaseException):
+        pass
+
+    def die(*_: Any) -> None:
+        raise Killed
+
+    root = make_checkout(tmp_path / "checkout", layer=False)
+    issues = write_layer(root, [milestone("M1")], [issue("I0001")]) / "issues"
+    with monkeypatch.context() as patch:
+        patch.setattr(_store, "append_line", die)
+        with pytest.raises(Killed):
+            move_issue(Repository.discover(root), "I0001", "start", by="svc/test", now=lambda: "2026-11-21T10:00:00Z")
+    (issues / ".I0001.yaml.k1ll3d_x.tmp").write_bytes(b"half")
+    first = await invoke("--repo", str(root), "plan", "repair-ledger")
+    assert (first.exit_code, first.stdout) == (
+        0,
+        "removed   .ai/repo/project/issues/.I0001.yaml.k1ll3d_x.tmp\nappended  plan_start I0001 2026-11-21T10:00:00Z\n",
+    )
+    second = await invoke("--repo", str(root), "plan", "repair-ledger")
+    assert (second.exit_code, second.stdout) == (
+        0,
+        "repair-ledger: the ledger agrees with the records; nothing to do\n",
+    )
+    assert [e["issue"] for e in read_ledger(root / ".ai/local/state/ledger.jsonl").entries] == ["I0001"]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from svc.layer import ObjectIndex, Repository, object_uri
-from svc.layer._objects import glob_regex, source_classes
+from svc.layer._objects import _heading, glob_regex, source_classes
 from tests.conftest import make_checkout
 
 
@@ -148,3 +150,40 @@ def test_an_unparseable_record_is_still_an_object_named_by_path(tmp_path: Path) 
 )
 def test_glob_patterns_keep_star_inside_one_segment(pattern: str, path: str, matches: bool) -> None:
     assert bool(glob_regex(pattern).match(path)) is matches
+
+
+def test_a_heading_is_found_in_linear_time() -> None:
+    assert _heading("intro\n# Title ##\n") == "Title"
+    assert _heading("#  Spaced  \n") == "Spaced"
+    assert _heading("no heading") is None
+    started = time.perf_counter()
+    assert _heading("# a" + "#" * 200_000 + "b") is not None
+    assert time.perf_counter() - started < 0.5
+
+
+def test_discovery_keeps_only_regular_files_of_the_checkout(tmp_path: Path) -> None:
+    root = make_checkout(tmp_path / "c", git=False)
+    rules = root / ".ai" / "repo" / "rules"
+    os.mkfifo(rules / "pipe.md")
+    os.symlink("/etc/passwd", rules / "passwd.md")
+    index = ObjectIndex.build(Repository.discover(root))
+    paths = {o.path for o in index.objects}
+    assert ".ai/repo/rules/pipe.md" not in paths
+    assert ".ai/repo/rules/passwd.md" not in paths
+    assert any(p.startswith(".ai/repo/rules/") for p in paths)
+
+
+def test_titles_descriptions_and_tags_of_an_object_are_bounded(tmp_path: Path) -> None:
+    root = make_checkout(tmp_path / "c", git=False)
+    milestones = root / ".ai" / "repo" / "project" / "milestones"
+    milestones.mkdir(parents=True, exist_ok=True)
+    tags = "".join(f"  - {'t' * 300}\n" for _ in range(100))
+    (milestones / "MBIG.yaml").write_text(f"id: MBIG\ntitle: {'x' * 5000}\noutcome: {'y ' * 5000}\ntags:\n{tags}")
+    obj = ObjectIndex.build(Repository.discover(root)).get(object_uri("milestone", "MBIG"))
+    assert obj is not None
+    assert obj.title is not None
+    assert len(obj.title) == 1000
+    assert obj.description is not None
+    assert len(obj.description) == 1000
+    assert len(obj.tags) == 64
+    assert all(len(t) == 200 for t in obj.tags)

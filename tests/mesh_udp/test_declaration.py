@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -201,3 +202,21 @@ def test_the_trunk_is_the_project_default_branch(tmp_path: Path) -> None:
     assert reading.trunk == "refs/heads/trunk:.ai/repo/mesh/lan.yaml"
     assert reading.declaration is not None
     assert not reading.declaration.enabled
+
+
+def test_a_declaration_svc_cannot_read_is_refused_never_followed(tmp_path: Path) -> None:
+    root = make_checkout(tmp_path / "c", layer=False)
+    mesh = root / ".ai" / "repo" / "mesh"
+    mesh.mkdir(parents=True)
+    os.symlink("/etc/passwd", mesh / "lan.yaml")
+    reading = read_declaration(Repository.discover(root))
+    assert (reading.state, reading.problems) == ("refused", ("cannot read: a symlink leaving the repository",))
+    (mesh / "lan.yaml").unlink()
+    (mesh / "lan.yaml").write_text("a: &a [1]\nb: *a\n")
+    reading = read_declaration(Repository.discover(root))
+    assert (reading.state, reading.problems) == ("refused", ("uses YAML aliases, which svc does not read",))
+    (mesh / "lan.yaml").unlink()
+    mesh.rmdir()
+    os.symlink(tmp_path, mesh)
+    reading = read_declaration(Repository.discover(root))
+    assert (reading.state, reading.problems) == ("refused", ("cannot read: a symlink leaving the repository",))

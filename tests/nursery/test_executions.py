@@ -12,6 +12,7 @@ import trio
 import trio.testing
 
 from svc import InvalidInput, NotFound, Refused, Unavailable
+from svc.capabilities._executions import UINT64_MAX, DemonstrateInput
 from svc.nursery import EVENT_TYPES, STREAM_TYPES, Engine, event_schema, stream_schema
 from svc.runtime import Actor, Executor
 from tests.nursery._probe import Gates, LocalRun, start
@@ -37,7 +38,7 @@ async def test_start_checks_in_order_stopping_unknown_not_executable_then_input(
         with pytest.raises(Refused, match="not executable"):
             await call(probe_executor, "executions.start", capability=not_executable)
     with pytest.raises(InvalidInput, match=r"\$\.steps"):
-        await call(probe_executor, "executions.start", capability="executions.demonstrate", input={"steps": 101})
+        await call(probe_executor, "executions.start", capability="executions.demonstrate", input={"steps": -1})
     with pytest.raises(InvalidInput, match="unknown field"):
         await call(probe_executor, "executions.start", capability="executions.demonstrate", input={"nope": 1})
     engine.stopping = True
@@ -49,7 +50,7 @@ async def test_start_checks_in_order_stopping_unknown_not_executable_then_input(
 async def test_start_prefixes_each_input_problem_with_its_path(probe_executor: Executor) -> None:
     """EXECUTIONS.md §3: at most 5 problems joined by `; `, each prefixed by its path (`$.limit: …`)."""
     with pytest.raises(InvalidInput) as info:
-        await call(probe_executor, "executions.start", capability="executions.demonstrate", input={"steps": 101})
+        await call(probe_executor, "executions.start", capability="executions.demonstrate", input={"steps": -1})
     assert re.search(r"(^|: |; )\$\.steps: ", info.value.message), info.value.message
 
 
@@ -99,6 +100,49 @@ async def test_list_is_newest_first_with_filters_tallies_and_a_bounded_limit(
         await call(engine.executor, "executions.get", id="x-1")
     gates["a"].open()
     gates["b"].open()
+
+
+# -- executions.demonstrate --------------------------------------------------------------------------
+
+
+async def test_demonstrate_takes_any_uint64_steps_and_nothing_past_it(probe_executor: Executor) -> None:
+    """The spec's `steps` is a uint64, bounded by nothing else; msgspec cannot bound past int64, the Struct does."""
+    cap = probe_executor.runtime.registry.by_id["executions.demonstrate"]
+    assert probe_executor.decode_text(cap, [("steps", str(UINT64_MAX))]) == DemonstrateInput(steps=UINT64_MAX)
+    for text in (str(UINT64_MAX + 1), str(10**30)):
+        with pytest.raises(InvalidInput, match=r"steps must be at most 18446744073709551615 \(uint64\)"):
+            probe_executor.decode_text(cap, [("steps", text)])
+    with pytest.raises(InvalidInput, match="steps must be at most"):
+        probe_executor.decode_json(cap, b'{"steps": 18446744073709551616}')
+    schema = probe_executor.runtime.registry.input_schema(cap)["properties"]
+    assert (schema["steps"]["minimum"], schema["steps"]["maximum"]) == (0, UINT64_MAX)
+
+
+async def test_demonstrate_refuses_a_fail_at_past_its_steps_before_anything_runs(
+    probe_executor: Executor, engine: Engine
+) -> None:
+    with pytest.raises(InvalidInput, match=r"fail_at must be within 1\.\.2 \(the steps\), got 3"):
+        await call(probe_executor, "executions.demonstrate", steps=2, fail_at=3)
+    with pytest.raises(InvalidInput, match=r"\$: fail_at must be within 1\.\.2"):
+        await call(
+            probe_executor, "executions.start", capability="executions.demonstrate", input={"steps": 2, "fail_at": 3}
+        )
+    assert len(engine.store) == 0
+
+
+@pytest.mark.slow
+async def test_a_long_direct_demonstrate_stops_when_its_caller_is_cancelled(probe_executor: Executor) -> None:
+    """Each step is a checkpoint: a caller that gives up (an HTTP client that left) cancels the walk at once.
+
+    A million steps of no delay take seconds to walk even without checkpoints, so a walk that stopped
+    checkpointing finishes (and fails here) instead of hanging the test.
+    """
+    began = trio.current_time()
+    with trio.move_on_after(0.2) as gave_up:
+        await call(probe_executor, "executions.demonstrate", steps=10**6)
+    assert gave_up.cancelled_caught
+    assert trio.current_time() - began < 1.5
+    assert probe_executor.supervisor.active == 0
 
 
 # -- executions.events -------------------------------------------------------------------------------

@@ -1,21 +1,22 @@
-"""Worker processes of the race and crash tests: ``python -m tests.plan._workers race|crash ROOT ...``.
+"""Worker processes of the race and crash tests: ``python -m tests.plan._workers race|fork-server ROOT ...``.
 
 `race ROOT ID...`: prints `ready`, waits for one line on stdin (the start signal), then tries `start` on every
 id through the executor (as the CLI does) and prints one JSON object: the ids it moved and the refusals.
 
-`crash ROOT SEED`: moves every issue start → verify → done through `move_issue` (each move only on the issues
-not yet past it), printing one line after each move; with a seeded probability it kills itself (SIGKILL) right
-before or after an `os.replace`, `os.fsync` or `os.write`, so a kill lands inside the write sequence, not only
-between moves.
+`fork-server ROOT`: for each line `POINT` on stdin, forks a child that makes the next move through `move_issue`
+(the first open issue in id order: start, verify or done) and kills itself (SIGKILL) right before or after its
+`POINT`-th `os.replace`, `os.fsync`, `os.write` or `os.unlink`, so kills land at every step of the write
+sequence; it answers `killed`, `moved` (no kill: the point lies past the move) or `idle` (nothing left).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import random
 import signal
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,13 @@ from typing import Any
 import trio
 
 from svc import Refused
+from svc.layer import Repository
+from svc.plan import move_issue, read_snapshot
 
 
 async def _race(root: Path, ids: list[str]) -> dict[str, Any]:
     from svc.capabilities import builtin_registry
     from svc.host._service import open_service
-    from svc.layer import Repository
     from svc.runtime import Actor
 
     cap = builtin_registry().by_id["plan.transition"]
@@ -48,36 +50,64 @@ async def _race(root: Path, ids: list[str]) -> dict[str, Any]:
     return {"moved": moved, "refused": refused}
 
 
-def _suicidal(rng: random.Random, chance: float, fn: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if rng.random() < chance:
-            os.kill(os.getpid(), signal.SIGKILL)
-        result = fn(*args, **kwargs)
-        if rng.random() < chance:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return result
-
-    return wrapper
+_NEXT_MOVE = {"READY": "start", "ACTIVE": "verify", "VERIFY": "done"}
+#: The calls of a move's write sequence (pending line, record, ledger, clean-up) a kill lands next to.
+_WRITES = ("replace", "fsync", "write", "unlink")
 
 
-def _crash(root: Path, seed: int) -> None:
-    from svc.layer import Repository
-    from svc.plan import move_issue, read_snapshot
+def _dying_at(point: int) -> None:
+    """SIGKILL this process right before or after its `point`-th call of `_WRITES` (counted from 0)."""
+    points = itertools.count()
 
-    rng = random.Random(seed)
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if next(points) == point:
+                os.kill(os.getpid(), signal.SIGKILL)
+            result = fn(*args, **kwargs)
+            if next(points) == point:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return result
+
+        return wrapper
+
+    for name in _WRITES:
+        setattr(os, name, wrap(getattr(os, name)))
+
+
+def _next_move(repo: Repository, point: int) -> int:
+    """In a forked child: the next move of the first open issue, killed at `point`. Exit 0 moved, 3 idle."""
+    todo = next(((_NEXT_MOVE[i.status], i.id) for i in read_snapshot(repo).plan.issues if i.status in _NEXT_MOVE), None)
+    if todo is None:
+        return 3
+    _dying_at(point)
+    move_issue(repo, todo[1], todo[0], by="svc/crash-test")
+    return 0
+
+
+def _fork_server(root: Path) -> None:
+    """Per line `POINT` on stdin, fork a child that makes the next move and dies at `POINT`; answer one line:
+    `killed`, `moved`, `idle` or `exit N`. Forking from this one-threaded process skips an interpreter start
+    per kill, and the parse cache the children inherit stays warm."""
     repo = Repository.discover(root)
-    for name in ("replace", "fsync", "write"):
-        setattr(os, name, _suicidal(rng, 0.03, getattr(os, name)))
-    for move, before in (("start", "READY"), ("verify", "ACTIVE"), ("done", "VERIFY")):
-        for issue in read_snapshot(repo).plan.issues:
-            if issue.status != before:
-                continue
+    for line in sys.stdin:
+        read_snapshot(repo)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
             try:
-                move_issue(repo, issue.id, move, by="svc/crash-test")
-            except Refused:
-                continue
-            print(f"{move} {issue.id}", flush=True)
-    print("finished", flush=True)
+                code = _next_move(repo, int(line))
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+            answer = "killed"
+        else:
+            code = os.waitstatus_to_exitcode(status)
+            answer = {0: "moved", 3: "idle"}.get(code, f"exit {code}")
+        print(answer, flush=True)
 
 
 def main(argv: list[str]) -> None:
@@ -85,7 +115,7 @@ def main(argv: list[str]) -> None:
     if kind == "race":
         print(json.dumps(trio.run(_race, root, argv[2:])), flush=True)
     else:
-        _crash(root, int(argv[2]))
+        _fork_server(root)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,34 @@ def test_unproven_stamps_move_no_status_and_fail() -> None:
     )
 
 
+def test_a_ledger_gap_follows_the_stamp_findings_of_its_issue() -> None:
+    records = records_of(
+        [M1],
+        [
+            issue(
+                "I1",
+                verified_at="2026-11-01T11:00:00Z",
+                **sealed("I1", ("started_at", "2026-11-01T10:00:00Z"), ("completed_at", "2026-11-01T12:00:00Z")),
+                evidence_required=["a"],
+            ),
+            issue("I2", depends_on=["I9"]),
+        ],
+    )
+    unlogged = {("I1", "plan_done", "2026-11-01T12:00:00Z"), ("I2", "plan_start", "2026-11-01T10:00:00Z")}
+    plan = derive(records, unlogged=unlogged)
+    assert codes(plan) == [
+        ("FAIL", "stamp_without_event", "I1"),
+        ("WARN", "ledger_gap", "I1"),
+        ("WARN", "evidence_missing", "I1"),
+        ("FAIL", "unknown_dependency", "I2"),
+    ], "a gap names a stamp the record holds; I2 has none"
+    assert plan.findings[1].message == (
+        "completed_at 2026-11-01T12:00:00Z is sealed but the ledger has no plan_done event for it (the move was "
+        "interrupted); the next transition or `svc plan repair-ledger` appends it"
+    )
+    assert derive(records).findings == [f for f in plan.findings if f.code != "ledger_gap"]
+
+
 def test_all_three_unproven_stamps_are_reported_in_move_order() -> None:
     plan = plan_of(
         [M1],

@@ -63,3 +63,23 @@ def test_appends_and_tolerant_reads(tmp_path: Path) -> None:
     assert reading.skipped == 4
     with pytest.raises(LedgerError):
         append_line(path, b'{"a":1}\n{"b":2}\n')
+
+
+def test_a_line_torn_by_a_killed_writer_is_ended_before_the_next(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    path.write_bytes(b'{"ts":"t0","event":"plan_start","issue":"I0')
+    append_line(path, ledger_line("plan_done", {"issue": "I1"}, ts="t1", head=None, branch=None, by="b"))
+    reading = read_ledger(path)
+    assert ([e["event"] for e in reading.entries], reading.skipped) == (["plan_done"], 1)
+
+
+def test_the_ledger_is_never_written_through_a_symlink(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.jsonl"
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "ledger.jsonl").symlink_to(outside)
+    with pytest.raises(OSError, match="symbolic links"):
+        append_line(
+            tmp_path / "state" / "ledger.jsonl",
+            ledger_line("plan_done", {"issue": "I1"}, ts="t", head=None, branch=None, by="b"),
+        )
+    assert not outside.exists()

@@ -34,7 +34,6 @@ def _move(root: Path, issue_id: str, transition: str, calls: list[int] | None = 
 def test_a_checkout_reads_as_its_plan(checkout: Path) -> None:
     (checkout / ISSUES / ".I0001.yaml.123.tmp").write_bytes(b"garbage: [")
     (checkout / ISSUES / "notes.txt").write_bytes(b"not a record")
-    (checkout / ISSUES / "sub.yaml").mkdir()
     snapshot = read_snapshot(Repository.discover(checkout))
     assert [i.id for i in snapshot.plan.issues] == ["I0001", "I0002", "I0003", "I0004", "I0005", "I0006"]
     assert snapshot.plan.project.name == "demo"

@@ -14,7 +14,7 @@ import trio.testing
 
 from svc import Internal, InvalidInput, NotFound
 from svc.layer import Repository
-from svc.registry import Cache, Capability, Example, Exposure, HttpExposure, Module, build_registry
+from svc.registry import Cache, Capability, Example, Exposure, HttpExposure, Module, build_registry, input_problems
 from svc.runtime import Actor, Executor, Generation, Runtime, Supervisor
 
 MODULE = Module(id="demo", title="Demo", description="test capabilities")
@@ -188,6 +188,23 @@ async def test_decode_errors_are_invalid_input(harness: tuple[Executor, dict[str
         executor.decode_text(cap, [("value", "1"), ("value", "2")])
     assert executor.decode_text(cap, [("value", "12"), ("fail", "false")]) == Echo(value=12, fail=False)
     assert executor.decode_json(cap, b"  ") == Echo()
+
+
+async def test_a_whole_number_is_an_integer_as_json_schema_says(harness: tuple[Executor, dict[str, Calls]]) -> None:
+    """`type: integer` admits 42.0 (schemathesis sends it): every JSON path reads it as 42, and only it."""
+    executor, _ = harness
+    cap = executor.runtime.registry.by_id["demo.plain"]
+    assert executor.decode_json(cap, b'{"value": 42.0}') == Echo(value=42)
+    assert executor.decode_json(cap, b'{"value": -1e3}') == Echo(value=-1000)
+    assert executor.decode_value(cap, {"value": 42.0}) == Echo(value=42)
+    assert input_problems(cap, {"value": 42.0}) == []
+    with pytest.raises(InvalidInput, match=r"Expected `int`, got `float` - at `\$.value`"):
+        executor.decode_json(cap, b'{"value": 42.5}')
+    with pytest.raises(InvalidInput, match=r"Expected `int`, got `float` - at `\$.value`"):
+        executor.decode_value(cap, {"value": 42.5})
+    assert input_problems(cap, {"value": 42.5}) == ["$.value: Expected `int`, got `float`"]
+    with pytest.raises(InvalidInput, match=r"Expected `bool`, got `(float|int)` - at `\$.fail`"):
+        executor.decode_json(cap, b'{"value": 1.0, "fail": 1.0}')
 
 
 async def test_a_cancelled_caller_cancels_the_handler_scope(harness: tuple[Executor, dict[str, Calls]]) -> None:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
+from typing import Any, get_args
 
 from openapi_spec_validator import validate
 
 from svc import __version__
 from svc.capabilities import builtin_registry
-from svc.surfaces import openapi_json, render_documents, render_openapi
+from svc.capabilities._artifacts import DocumentId
+from svc.nursery._store import new_execution_id
+from svc.surfaces import DOCUMENTS, openapi_json, render_documents, render_openapi
 
 EXTENSIONS = (
     "x-svc-id",
@@ -75,3 +79,33 @@ def test_rendering_is_deterministic_and_served_bytes_equal_the_committed_copy() 
     manifest = json.loads(first["docs/generated/artifacts.json"])
     assert {a["path"] for a in manifest["artifacts"]} == set(first) - {"docs/generated/artifacts.json"}
     assert first["docs/generated/cli.md"].startswith(b"<!-- GENERATED FILE \xe2\x80\x94 DO NOT EDIT DIRECTLY")
+
+
+def test_the_document_is_as_strict_as_the_handlers() -> None:
+    """What a handler refuses, the schema excludes: a request the document allows is not refused for its shape."""
+    registry = builtin_registry()
+    document = render_openapi(registry)
+
+    def parameter(path: str, name: str) -> dict[str, Any]:
+        (found,) = (p for p in document["paths"][path]["get"]["parameters"] if p["name"] == name)
+        schema: dict[str, Any] = found["schema"]
+        return schema
+
+    assert parameter("/api/v1/artifacts", "document")["enum"] == sorted(s.id for s in DOCUMENTS)
+    assert set(get_args(DocumentId)) == {s.id for s in DOCUMENTS}
+    components = document["components"]["schemas"]
+    id_schemas = [
+        parameter("/api/v1/executions/get", "id"),
+        parameter("/api/v1/executions/events", "id"),
+        components["IdInput"]["properties"]["id"],
+        components["ReportInput"]["properties"]["id"],
+        components["ExecutionEvent"]["properties"]["execution_id"],
+    ]
+    for schema in id_schemas:
+        pattern = re.compile(schema["pattern"])
+        assert pattern.search(new_execution_id())
+        for wrong in ("", "plan.issues", "x-20261121T120000Z-0123ABCD", "x-20261121T120000Z-0123abcd0"):
+            assert not pattern.search(wrong), wrong
+    assert components["ExecutionEvent"]["properties"]["sequence"]["minimum"] == 1
+    steps = parameter("/api/v1/executions/demonstrate", "steps")
+    assert (steps["minimum"], steps["maximum"]) == (0, 2**64 - 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from svc.api._http import MAX_BODY as MAX_BODY
+from svc.api._http import HttpLimits as HttpLimits
 from svc.api._http import SvcApp as SvcApp
 from svc.api._http import check_request as check_request
 from svc.api._http import error_response as error_response
@@ -35,6 +36,7 @@ __all__ = [
     "SECURITY",
     "Backend",
     "BackendLost",
+    "HttpLimits",
     "LocalBackend",
     "McpEndpoint",
     "RemoteBackend",

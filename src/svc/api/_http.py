@@ -1,33 +1,49 @@
 """The HTTP projection: request security, the capability routes, and the one error mapping of HTTP.
 
 `SvcApp` is the ASGI application hypercorn serves. Every request first passes the loopback checks (Host,
-Origin, body size). Capability routes under `/api/v1/` are answered here directly: decode by the binding
-rules, call the executor, send the encoded bytes. Everything else (pages, documents, the live channel)
-goes to the Quart app behind it, and unknown paths answer 404 here.
+Origin), and every app behind it reads the request through an `Exchange`: its body bounded in size
+(`MAX_BODY`) and time (`HttpLimits.body_timeout`), its sends completed, and whatever an app raises before
+answering (a refusal of the exchange, a crash) answered as an ErrorBody here. Capability routes under
+`/api/v1/` are answered here directly: decode by the binding rules, call the executor, send the encoded
+bytes. Everything else (pages, documents, the live channel) goes to the Quart app behind it, and unknown
+paths answer 404 here.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
 import msgspec
+import trio
 
 from svc._errors import (
     Forbidden,
+    Internal,
     InvalidInput,
     MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
+    RequestTimeout,
     SvcError,
 )
 from svc.registry import Capability, ErrorBody, ErrorDetail
 from svc.runtime import Actor, Executor
 from svc.surfaces import SERVER_ROUTES
 
-__all__ = ["MAX_BODY", "PAGE_PREFIXES", "SvcApp", "check_request", "error_response", "loopback_host"]
+__all__ = [
+    "MAX_BODY",
+    "PAGE_PREFIXES",
+    "Exchange",
+    "HttpLimits",
+    "SvcApp",
+    "check_request",
+    "error_response",
+    "loopback_host",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -48,6 +64,20 @@ PAGE_PREFIXES: tuple[str, ...] = tuple(
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 _JSON_HEADERS = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
 _error_encoder = msgspec.json.Encoder()
+
+
+class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """The time bounds of the HTTP server, in one place: `serve_http` applies them to every connection.
+
+    The sizes are fixed: `MAX_BODY` for a request body, 16 KiB (hypercorn's `h11_max_incomplete_size`) for
+    a request line and its headers.
+    """
+
+    #: A request's body must be complete this many seconds after its head arrived (else 408).
+    body_timeout: float = 10.0
+    #: A connection with no request under way is closed after this many seconds: before its first request,
+    #: between keep-alive requests, and while a request head is still arriving.
+    keep_alive_timeout: float = 5.0
 
 
 def error_response(exc: SvcError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
@@ -112,42 +142,124 @@ async def send_bytes(send: Send, status: int, headers: list[tuple[bytes, bytes]]
     await send({"type": "http.response.body", "body": body})
 
 
-async def read_body(scope: Scope, receive: Receive) -> bytes:
-    """The request body, refused past `MAX_BODY` (from Content-Length or while streaming).
+async def read_body(receive: Receive) -> bytes:
+    """The request body, read through the request's `Exchange` (which bounds its size and time).
 
     Raises:
         PayloadTooLarge: over 1 MiB.
+        RequestTimeout: not complete within the body timeout.
     """
-    length = _header(scope, b"content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_BODY:
-        raise PayloadTooLarge(f"the request body is {length} bytes; the limit is {MAX_BODY} (1 MiB)")
     chunks: list[bytes] = []
-    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise PayloadTooLarge(f"the request body exceeds the limit of {MAX_BODY} bytes (1 MiB)")
-        chunks.append(chunk)
+        chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
 
 
+class Exchange:
+    """One HTTP request as every app behind `SvcApp` sees it: its body bounded, its sends completed.
+
+    `receive` refuses a body over `MAX_BODY` (declared by Content-Length, or counted) with `PayloadTooLarge`,
+    and a body not complete `body_timeout` after the request arrived with `RequestTimeout`; once the body
+    is complete it passes messages through unbounded (the disconnect an app may wait for).
+
+    `send` runs shielded from the app's cancellation. hypercorn finishes a response inside the send of its
+    last body: it closes the connection there (`Connection: close`, HTTP/1.0) or recycles it and restarts
+    its keep-alive timer, and it tells the app the client is done, on which quart-trio cancels the very task
+    that is sending. Unshielded, that cancellation skipped the close and the timer, and the page routes held
+    their connections open forever. The send itself is no longer than before: hypercorn already writes to
+    the socket shielded.
+    """
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, limits: HttpLimits) -> None:
+        self._receive = receive
+        self._send = send
+        self._limits = limits
+        self._deadline = trio.current_time() + limits.body_timeout
+        self._declared = _header(scope, b"content-length")
+        self._size = 0
+        self._body_done = False
+        self.started = False
+
+    async def receive(self) -> Message:
+        """The next ASGI message of the request.
+
+        Raises:
+            PayloadTooLarge: the body is declared or counted over `MAX_BODY`.
+            RequestTimeout: the body is not complete by its deadline.
+        """
+        if self._body_done:
+            return await self._receive()
+        if self._declared is not None and self._declared.isdigit() and int(self._declared) > MAX_BODY:
+            raise PayloadTooLarge(f"the request body is {self._declared} bytes; the limit is {MAX_BODY} (1 MiB)")
+        with trio.move_on_at(self._deadline):
+            message = await self._receive()
+            if message["type"] != "http.request":
+                self._body_done = True
+                return message
+            self._size += len(message.get("body", b""))
+            if self._size > MAX_BODY:
+                raise PayloadTooLarge(f"the request body exceeds the limit of {MAX_BODY} bytes (1 MiB)")
+            self._body_done = not message.get("more_body", False)
+            return message
+        raise RequestTimeout(
+            f"the request body did not arrive within {self._limits.body_timeout:g} s of the request "
+            f"({self._size} bytes received)"
+        )
+
+    async def send(self, message: Message) -> None:
+        """Send an ASGI message, shielded (see the class)."""
+        if message["type"] == "http.response.start":
+            self.started = True
+        with trio.CancelScope(shield=True):
+            await self._send(message)
+
+    async def refuse(self, exc: SvcError) -> None:
+        """Answer `exc` as an ErrorBody, unless a response has begun (the connection then closes unfinished)."""
+        if self.started:
+            _log.warning("a request failed after its response began: %s", exc.message)
+            return
+        await send_error(self.send, exc)
+
+
 class SvcApp:
     """The ASGI application: security checks, capability routes, and the page app behind them."""
 
-    def __init__(self, executor: Executor, pages: ASGIApp, *, mounts: dict[str, ASGIApp] | None = None) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        pages: ASGIApp,
+        *,
+        mounts: dict[str, ASGIApp] | None = None,
+        limits: HttpLimits | None = None,
+    ) -> None:
         self.executor = executor
         self.registry = executor.runtime.registry
         self.pages = pages
         self.mounts = dict(mounts or {})
+        self.limits = limits or HttpLimits()
         self._actor = Actor(kind="http")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._dispatch(scope, receive, send)
+            return
+        exchange = Exchange(scope, receive, send, self.limits)
+        try:
+            await self._dispatch(scope, exchange.receive, exchange.send)
+        except* SvcError as group:
+            await exchange.refuse(_first(group))
+        except* Exception as group:
+            # Whatever escapes an app before it answered (hypercorn would send an empty 500).
+            correlation = "c-" + secrets.token_hex(4)
+            _log.error("%s %s failed (correlation id %s)", scope["method"], scope["path"], correlation, exc_info=group)
+            await exchange.refuse(Internal(f"internal error (correlation id {correlation})"))
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
             await self.pages(scope, receive, send)
@@ -182,12 +294,13 @@ class SvcApp:
             if method == "GET":
                 params = self.executor.decode_text(cap, _query_items(scope))
             else:
-                params = self.executor.decode_json(cap, await read_body(scope, receive))
-            body = await self.executor.call(cap, params, actor=self._actor)
+                params = self.executor.decode_json(cap, await read_body(receive))
+            body = await _while_connected(receive, lambda: self.executor.call(cap, params, actor=self._actor))
         except SvcError as exc:
             await send_error(send, exc)
             return
-        await send_bytes(send, 200, _JSON_HEADERS, body)
+        if body is not None:
+            await send_bytes(send, 200, _JSON_HEADERS, body)
 
     def _route(self, method: str, path: str) -> Capability:
         cap = self.registry.by_route.get((method, path))
@@ -197,6 +310,44 @@ class SvcApp:
         if allowed is None:
             raise NotFound(f"no route {path}; see / and /api/v1")
         raise MethodNotAllowed(f"{path} answers {', '.join(allowed)}, not {method}", allow=allowed)
+
+
+async def _while_connected(receive: Receive, call: Callable[[], Awaitable[bytes]]) -> bytes | None:
+    """`call()`, cancelled when the client disconnects first (None then: nobody is left to answer).
+
+    The request body is read by then, so the next message is the disconnect; a long query (a direct
+    `executions.demonstrate` of many steps) ends with its client instead of running on unseen. A GET's body
+    is not read before: what `receive` refuses of it (413, 408) ends the call as that refusal.
+
+    Raises:
+        SvcError: what `call` raised.
+    """
+    answer: list[bytes] = []
+    failure: list[SvcError] = []
+    async with trio.open_nursery() as nursery:
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch)
+        try:
+            answer.append(await call())
+        except SvcError as exc:
+            failure.append(exc)
+        nursery.cancel_scope.cancel()
+    if failure:
+        raise failure[0]
+    return answer[0] if answer else None
+
+
+def _first(group: BaseExceptionGroup[SvcError]) -> SvcError:
+    """The first SvcError of a (possibly nested) group."""
+    found: SvcError | BaseExceptionGroup[SvcError] = group.exceptions[0]
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    return found
 
 
 def _query_items(scope: Scope) -> list[tuple[str, str]]:

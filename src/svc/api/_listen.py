@@ -7,6 +7,11 @@ is handed, with the bytes already read, to hypercorn's own connection server (`T
 `hypercorn.trio.serve` would: the lifespan, the worker context, the graceful timeout and the shutdown
 trigger are the same. An upgrade that arrives later on a keep-alive connection reaches `/events` through
 ASGI instead; both paths share one channel.
+
+hypercorn speaks HTTP/1.1 here through `ErrorBodyH11`, its own protocol with one change: what h11 refuses
+to parse (no Host, two Hosts, a NUL or a bad byte in the head, HTTP/0.9, a head over 16 KiB), which
+hypercorn answers with an empty 400 or 431, is answered with an ErrorBody naming h11's reason. It is the one
+place that sees every request head of a connection, the first and every keep-alive one after it.
 """
 
 from __future__ import annotations
@@ -14,23 +19,32 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
+from itertools import chain
 from typing import Any
 
+import h11
 import trio
 from hypercorn.config import Config
+from hypercorn.protocol import ProtocolWrapper
+from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio.lifespan import Lifespan
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
 from hypercorn.utils import wrap_app
 
-__all__ = ["PrefixedStream", "UpgradeHandler", "serve_connections", "wants_upgrade"]
+from svc._errors import HeadersTooLarge, InvalidInput, SvcError
+from svc.api._http import error_response
+
+__all__ = ["ErrorBodyH11", "PrefixedStream", "UpgradeHandler", "serve_connections", "wants_upgrade"]
 
 _log = logging.getLogger("svc.server")
 
 #: `(stream, head)`: serve a connection whose first bytes (`head`, the whole request head) were read.
 UpgradeHandler = Callable[[trio.SocketStream, bytes], Awaitable[None]]
 MAX_RECV = 2**16
+#: How much of h11's reason an ErrorBody message quotes (the reason may quote the offending line).
+REASON_CHARS = 200
 
 
 class PrefixedStream(trio.abc.HalfCloseableStream):
@@ -63,6 +77,93 @@ class PrefixedStream(trio.abc.HalfCloseableStream):
 
     async def aclose(self) -> None:
         await self.stream.aclose()
+
+
+class _RecordingConnection(h11.Connection):
+    """h11's server connection, keeping the last protocol error it raised (hypercorn passes on its status only).
+
+    It also holds a complete request head to `max_head` bytes: h11 bounds only a head still incomplete, so
+    one that arrives whole in a single read could otherwise be as long as that read.
+    """
+
+    error: h11.RemoteProtocolError | None = None
+
+    def __init__(self, max_head: int) -> None:
+        super().__init__(h11.SERVER, max_incomplete_event_size=max_head)
+        self.max_head = max_head
+
+    def next_event(self) -> h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]:
+        try:
+            event = super().next_event()
+            if isinstance(event, h11.Request) and _head_size(event) > self.max_head:
+                raise h11.RemoteProtocolError("request head too long", error_status_hint=HeadersTooLarge.status)
+        except h11.RemoteProtocolError as exc:
+            self.error = exc
+            raise
+        return event
+
+
+def _head_size(request: h11.Request) -> int:
+    """The bytes of a request line and its headers, as sent (give or take optional whitespace)."""
+    line = len(request.method) + len(request.target) + len(request.http_version) + 8
+    return line + sum(len(name) + len(value) + 4 for name, value in request.headers.raw_items())
+
+
+class ErrorBodyH11(H11Protocol):
+    """hypercorn's HTTP/1.1 protocol, answering what h11 cannot parse with an ErrorBody (then closing)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.connection = _RecordingConnection(self.config.h11_max_incomplete_size)
+
+    async def _send_error_response(self, status_code: int) -> None:
+        connection = self.connection
+        error = connection.error if isinstance(connection, _RecordingConnection) else None
+        status, headers, body = error_response(_refusal(status_code, error, self.config.h11_max_incomplete_size))
+        framing = [(b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+        response_headers = list(chain(headers, framing, self.config.response_headers("h11")))
+        await self._send_h11_event(h11.Response(status_code=status, headers=response_headers))
+        await self._send_h11_event(h11.Data(data=body))
+        await self._send_h11_event(h11.EndOfMessage())
+
+
+def _refusal(status: int, error: h11.RemoteProtocolError | None, head_limit: int) -> SvcError:
+    """What a request h11 refused answers: 431 `headers_too_large`, else 400 `invalid_input` with h11's reason."""
+    if status == HeadersTooLarge.status:
+        return HeadersTooLarge(f"the request line and headers exceed {head_limit} bytes ({head_limit // 1024} KiB)")
+    reason = str(error) if error is not None else "it cannot be parsed"
+    if len(reason) > REASON_CHARS:
+        reason = reason[:REASON_CHARS] + "…"
+    return InvalidInput(f"the request is not valid HTTP/1.1: {reason}")
+
+
+class _TCPServer(TCPServer):
+    """hypercorn's connection server, its HTTP/1.1 protocol an `ErrorBodyH11`.
+
+    `TCPServer.run` builds its `ProtocolWrapper` and assigns it to `protocol` before the first byte is
+    handled; the setter swaps the wrapper's plain HTTP/1.1 protocol for `ErrorBodyH11`, built from the same
+    arguments (the wrapper keeps them all). HTTP/2 (h2c or prior knowledge) is left as hypercorn has it.
+    """
+
+    @property
+    def protocol(self) -> ProtocolWrapper:
+        return self._wrapper
+
+    @protocol.setter
+    def protocol(self, wrapper: ProtocolWrapper) -> None:
+        if type(wrapper.protocol) is H11Protocol:
+            wrapper.protocol = ErrorBodyH11(
+                wrapper.app,
+                wrapper.config,
+                wrapper.context,
+                wrapper.task_group,
+                wrapper.state,
+                wrapper.ssl,
+                wrapper.client,
+                wrapper.server,
+                wrapper.send,
+            )
+        self._wrapper = wrapper
 
 
 def wants_upgrade(head: bytes, path: bytes) -> bool | None:
@@ -133,7 +234,7 @@ async def _connection(
             await handler(stream, head)
             return
     state = ConnectionState(lifespan_state.copy())
-    await TCPServer(app, config, context, state, PrefixedStream(stream, head))  # type: ignore[arg-type]
+    await _TCPServer(app, config, context, state, PrefixedStream(stream, head))  # type: ignore[arg-type]
 
 
 async def _read_head(stream: trio.SocketStream, config: Config, upgrades: dict[bytes, UpgradeHandler]) -> bytes | None:

@@ -7,6 +7,10 @@ built without settings would have the protection off). Answers are JSON (`json_r
 notification, so a response never needs to be a stream. Handshake-era sessions carry `Mcp-Session-Id` and are
 attached until the client deletes them, they idle out, or the server stops; 2026-07-28 requests are single
 exchanges.
+
+The SDK's own body bound answers in plain text, and from Content-Length before it reads anything; it is set
+out of reach (`SDK_BODY_BOUND`), so the request's `Exchange` refuses a body over `MAX_BODY` first, as the
+ErrorBody every route answers.
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from svc._errors import Unavailable
 from svc._version import __version__
-from svc.api._http import MAX_BODY, Receive, Scope, Send, send_error
+from svc.api._http import Receive, Scope, Send, send_error
 from svc.api._mcp import LocalBackend, build_server
 from svc.runtime import Executor
 
-__all__ = ["SECURITY", "SESSION_IDLE_SECONDS", "McpEndpoint"]
+__all__ = ["SDK_BODY_BOUND", "SECURITY", "SESSION_IDLE_SECONDS", "McpEndpoint"]
 
 _log = logging.getLogger("svc.mcp")
 
@@ -32,6 +36,8 @@ SECURITY = TransportSecuritySettings(
     allowed_hosts=["127.0.0.1:*", "localhost:*"],
     allowed_origins=["http://127.0.0.1:*", "http://localhost:*"],
 )
+#: The SDK's body bound, beyond any body the exchange lets through (it refuses past `MAX_BODY`).
+SDK_BODY_BOUND = 2**62
 #: A session with no request for this long is closed (a bridge pings every 20 s).
 SESSION_IDLE_SECONDS = 30 * 60.0
 
@@ -47,7 +53,7 @@ class McpEndpoint:
             app=self.server,
             json_response=True,
             security_settings=SECURITY,
-            max_request_body_size=MAX_BODY,
+            max_request_body_size=SDK_BODY_BOUND,
             session_idle_timeout=SESSION_IDLE_SECONDS,
         )
         self._running = False

@@ -5,25 +5,30 @@ A quart-trio app. Every failure is the same ErrorBody the capability routes send
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import hashlib
 import html
 import logging
 import mimetypes
+import os
 import secrets
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+import trio
 from markdown_it import MarkdownIt
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from svc._errors import Internal, MethodNotAllowed, NotFound, SvcError
+from svc._errors import Internal, MethodNotAllowed, NotFound, SvcError, Unavailable
 from svc._version import __version__
 from svc.api._http import error_response
-from svc.layer import run_git
+from svc.layer import Unreadable, check_repository_dir, read_repository_file, run_git
 from svc.runtime import Runtime
 from svc.surfaces import SERVER_ROUTES, ServerRoute, openapi_json, server_route
 
@@ -38,6 +43,11 @@ _SECURITY_HEADERS = {
 _SWAGGER_FILES = frozenset(
     {"swagger-ui-bundle.js", "swagger-ui.css", "svc-swagger.js", "favicon-32x32.png", "LICENSE", "NOTICE"}
 )
+_HTML = "text/html; charset=utf-8"
+#: Documents rendered at once (each in a worker thread; Markdown rendering is CPU-bound).
+_RENDERS = 2
+#: The largest Markdown document rendered to HTML; a larger one (up to the 4 MiB reading limit) is sent as text.
+RENDER_LIMIT = 1024 * 1024
 #: What the home page offers: every server route but the home page itself.
 SURFACES: tuple[ServerRoute, ...] = tuple(r for r in SERVER_ROUTES if r.path != "/")
 
@@ -101,7 +111,11 @@ def _error(exc: SvcError) -> Response:
 
 
 def _page(title: str, body: str) -> Response:
-    document = (
+    return Response(_page_html(title, body), content_type=_HTML, headers=_SECURITY_HEADERS)
+
+
+def _page_html(title: str, body: str) -> str:
+    return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width, initial-scale=1'>"
         f"<title>{html.escape(title)}</title>"
@@ -111,7 +125,6 @@ def _page(title: str, body: str) -> Response:
         "padding:.3rem .6rem;text-align:left}.muted{color:#57606a}</style></head><body>"
         f"{body}</body></html>"
     )
-    return Response(document, content_type="text/html; charset=utf-8", headers=_SECURITY_HEADERS)
 
 
 @functools.cache
@@ -186,6 +199,7 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
     app.url_map.merge_slashes = False
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
+    renders = trio.CapacityLimiter(_RENDERS)
     swagger = resources.files("svc.api") / "static" / "swagger"
 
     @app.errorhandler(404)
@@ -258,41 +272,80 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
     @app.get("/docs/")
     @app.get("/docs/<path:rel>")
     async def docs(rel: str = "") -> Response:
-        return _docs_response(runtime, markdown, rel)
+        root = runtime.repository.root
+        body, kind = await trio.to_thread.run_sync(_docs_document, root, markdown, rel, limiter=renders)
+        return Response(body, content_type=kind, headers=_SECURITY_HEADERS)
 
     return app
 
 
-def _docs_response(runtime: Runtime, markdown: MarkdownIt, rel: str) -> Response:
-    root = (runtime.repository.root / "docs").resolve()
+def _docs_document(root: Path, markdown: MarkdownIt, rel: str) -> tuple[str | bytes, str]:
+    """The body and type of `docs/<rel>` (blocking: run in a worker thread; rendering is CPU-bound).
+
+    Files are read under the reading rule with `docs/` as the boundary: a FIFO, a device, a symlink leaving
+    `docs/` or anything else that is no regular file is 404, a file over 4 MiB is 503 `unavailable`.
+
+    Raises:
+        NotFound: no document at `rel`.
+        Unavailable: the document is over the size limit.
+    """
     parts = [p for p in rel.split("/") if p]
     if rel.startswith("/") or "//" in rel or any(p in ("..", ".") for p in parts) or "\\" in rel or "\0" in rel:
         raise NotFound(f"no document {rel!r}")
-    target = root.joinpath(*parts) if parts else root
+    missing = NotFound(f"no document docs/{rel}")
     try:
-        resolved = target.resolve(strict=True)
-    except (RuntimeError, OSError, ValueError):
-        raise NotFound(f"no document docs/{rel}") from None
-    if not resolved.is_relative_to(root):
-        raise NotFound(f"no document docs/{rel}")
-    if resolved.is_dir():
-        for index in ("README.md", "index.md"):
-            if (resolved / index).is_file():
-                return _markdown_page(markdown, resolved / index, rel)
-        return _listing(root, resolved)
-    if resolved.suffix == ".md":
-        return _markdown_page(markdown, resolved, rel)
-    kind = mimetypes.guess_type(resolved.name)[0] or "application/octet-stream"
-    return Response(resolved.read_bytes(), content_type=kind, headers=_SECURITY_HEADERS)
+        docs = check_repository_dir(root, root / "docs")
+        target = docs.joinpath(*parts)
+        if os.path.isdir(target):
+            directory = check_repository_dir(docs, target)
+            for index in ("README.md", "index.md"):
+                try:
+                    return _markdown(markdown, read_repository_file(docs, directory / index), index, rel)
+                except FileNotFoundError:
+                    continue
+            return _listing_html(docs, directory), _HTML
+        data = read_repository_file(docs, target)
+    except Unreadable as exc:
+        if exc.too_large:
+            raise Unavailable(f"docs/{rel} cannot be served: {exc.reason}") from None
+        raise missing from None
+    except (OSError, ValueError):
+        raise missing from None
+    if target.suffix == ".md":
+        return _markdown(markdown, data, target.name, rel)
+    return data, mimetypes.guess_type(target.name)[0] or "application/octet-stream"
 
 
-def _markdown_page(markdown: MarkdownIt, path: Path, rel: str) -> Response:
-    text = path.read_text(encoding="utf-8", errors="replace")
-    title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.name)
-    return _page(title, f"<p class=muted><a href='/docs/'>docs</a> / {html.escape(rel)}</p>" + markdown.render(text))
+def _markdown(markdown: MarkdownIt, data: bytes, name: str, rel: str) -> tuple[str | bytes, str]:
+    """A Markdown document as an HTML page, or as its text when it is over `RENDER_LIMIT`.
+
+    The cyclic garbage collector is paused while rendering: the render allocates a great many acyclic
+    objects, and the collections they would trigger stall every thread (the event loop's `/live` included).
+    """
+    if len(data) > RENDER_LIMIT:
+        return data, "text/plain; charset=utf-8"
+    text = data.decode("utf-8", "replace")
+    title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), name)
+    crumbs = f"<p class=muted><a href='/docs/'>docs</a> / {html.escape(rel)}</p>"
+    with _gc_paused():
+        rendered = markdown.render(text)
+    return _page_html(title, crumbs + rendered), _HTML
 
 
-def _listing(root: Path, directory: Path) -> Response:
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic collector for the block (left as it is when another thread already paused it)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _listing_html(root: Path, directory: Path) -> str:
     items = []
     for child in sorted(directory.iterdir()):
         if child.name.startswith("."):
@@ -300,4 +353,6 @@ def _listing(root: Path, directory: Path) -> Response:
         rel = child.relative_to(root).as_posix() + ("/" if child.is_dir() else "")
         items.append(f"<li><a href='/docs/{html.escape(rel)}'>{html.escape(rel)}</a></li>")
     heading = directory.relative_to(root).as_posix()
-    return _page("docs", f"<h1>docs/{html.escape('' if heading == '.' else heading)}</h1><ul>{''.join(items)}</ul>")
+    return _page_html(
+        "docs", f"<h1>docs/{html.escape('' if heading == '.' else heading)}</h1><ul>{''.join(items)}</ul>"
+    )

@@ -12,7 +12,7 @@ import trio
 from hypercorn.config import Config
 
 from svc.api._events import EventsChannel
-from svc.api._http import ASGIApp, SvcApp
+from svc.api._http import ASGIApp, HttpLimits, SvcApp
 from svc.api._listen import UpgradeHandler, serve_connections
 from svc.api._mcp_http import McpEndpoint
 from svc.api._pages import build_pages
@@ -59,20 +59,24 @@ async def serve_http(
     *,
     port: int = DEFAULT_PORT,
     shutdown: trio.Event,
+    limits: HttpLimits | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until `shutdown` is set; `task_status.started(url)` once bound.
 
     `/mcp` (MCP over Streamable HTTP) is mounted beside the app, its session manager a task of its own.
     Shutdown ends the MCP sessions first, then closes the live channels (`stream.closing`), stops the
-    executions (grace 1 s), and drains open requests for at most one second, the two at once.
+    executions (grace 1 s), and drains open requests for at most one second, the two at once. `limits`
+    bound every connection's time (the defaults of `HttpLimits` unless given).
     """
+    limits = limits or HttpLimits()
     sock = bind_loopback(port)
     bound = sock.getsockname()[1]
     url = f"http://127.0.0.1:{bound}"
     listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
     config = Config()
     config.graceful_timeout = GRACE_SECONDS
+    config.keep_alive_timeout = limits.keep_alive_timeout
     config.accesslog = None
     errorlog = logging.getLogger("svc.hypercorn")
     errorlog.setLevel(logging.WARNING)
@@ -89,7 +93,7 @@ async def serve_http(
         mounts["/events"] = channel
         upgrades[b"/events"] = channel.serve_stream
         served = served | {"events"}
-    app = SvcApp(executor, cast(ASGIApp, build_pages(executor.runtime, served)), mounts=mounts)
+    app = SvcApp(executor, cast(ASGIApp, build_pages(executor.runtime, served)), mounts=mounts, limits=limits)
     executor.runtime.server.url = url
     drained = trio.Event()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
@@ -9,7 +10,7 @@ import trio
 from msgspec import Meta
 
 from svc._errors import InvalidInput
-from svc.layer import Repository
+from svc.layer import Repository, read_repository_file
 from svc.registry import Cache, Declarations, Example, McpResource, Module, Registry
 from svc.runtime import Context
 from svc.surfaces import DOCUMENTS, MANIFEST, render_documents
@@ -20,6 +21,8 @@ MODULE = Module(
     description="Documents generated from the registry (OpenAPI, registry, CLI reference) and their copies.",
 )
 
+#: The ids of `DOCUMENTS` (a test holds the two equal), so the schema lists what the handler accepts.
+DocumentId = Literal["cli", "openapi", "registry"]
 ArtifactFormat = Literal["json", "yaml", "markdown"]
 ArtifactState = Literal["current", "stale", "missing", "present"]
 Verdict = Literal["current", "unverified", "stale", "missing", "not_generated"]
@@ -28,7 +31,7 @@ Verdict = Literal["current", "unverified", "stale", "missing", "not_generated"]
 class ArtifactsInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Filters of `artifacts.list`."""
 
-    document: Annotated[str | None, Meta(description="registry, cli or openapi")] = None
+    document: Annotated[DocumentId | None, Meta(description="registry, cli or openapi")] = None
     format: Annotated[ArtifactFormat | None, Meta(description="json, yaml or markdown")] = None
 
 
@@ -109,10 +112,11 @@ def compare(repo: Repository, registry: Registry) -> tuple[dict[str, bytes], dic
 
 
 def _read(repo: Repository, path: str) -> bytes | None:
+    """The committed bytes (the reading rule: a regular file of the checkout, at most 4 MiB), else None."""
     if ".." in path.split("/") or path.startswith("/"):
         return None
     try:
-        return (repo.root / path).read_bytes()
+        return read_repository_file(repo.root, Path(path))
     except OSError:
         return None
 

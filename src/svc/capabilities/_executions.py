@@ -37,6 +37,10 @@ _EXAMPLE_ID = "x-20261121T120000Z-0123abcd"
 _REPORTED_ID = "x-20261121T120000Z-4242abcd"
 _UNKNOWN = "an execution this server never ran: 404 not_found"
 _TRANSIENT = Benchmark(policy="waived", reason="transient_state")
+#: The spec's uint64: `executions.demonstrate` bounds `steps` by nothing else (cancellation is the guard).
+#: msgspec checks no integer bound past int64, so the schema states it and the input Struct holds it.
+UINT64_MAX = 2**64 - 1
+_UINT64_MAX = {"maximum": UINT64_MAX}
 
 
 def _engine(ctx: Context) -> Engine:
@@ -108,9 +112,23 @@ class CancelReport(msgspec.Struct, frozen=True, kw_only=True):
 class DemonstrateInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Input of `executions.demonstrate`."""
 
-    steps: Annotated[int, Meta(ge=0, le=100, description="how many steps")] = 3
+    steps: Annotated[int, Meta(ge=0, extra_json_schema=_UINT64_MAX, description="how many steps")] = 3
     delay_ms: Annotated[int, Meta(ge=0, le=10000, description="wait per step, in milliseconds")] = 0
-    fail_at: Annotated[Annotated[int, Meta(ge=1)] | None, Meta(description="fail on this step (1..steps)")] = None
+    fail_at: Annotated[
+        Annotated[int, Meta(ge=1, extra_json_schema=_UINT64_MAX)] | None,
+        Meta(description="fail on this step (1..steps)"),
+    ] = None
+
+    def __post_init__(self) -> None:
+        """Hold what the schema cannot check: the uint64 bound (msgspec checks `ge` only) and `fail_at <= steps`.
+
+        Raises:
+            ValueError: out of bounds (a `msgspec.ValidationError` to whoever decodes, so 400 `invalid_input`).
+        """
+        if self.steps > UINT64_MAX:
+            raise ValueError(f"steps must be at most {UINT64_MAX} (uint64), got {self.steps}")
+        if self.fail_at is not None and self.fail_at > self.steps:
+            raise ValueError(f"fail_at must be within 1..{self.steps} (the steps), got {self.fail_at}")
 
 
 class DemonstrateReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -261,8 +279,6 @@ async def protocol(ctx: Context, params: NoInput) -> ProtocolReport:
 async def demonstrate(ctx: Context, params: DemonstrateInput) -> DemonstrateReport:
     """Walk through steps with logs and progress, observing cancellation between steps and while waiting."""
     total = params.steps
-    if params.fail_at is not None and params.fail_at > total:
-        raise InvalidInput(f"fail_at must be within 1..{total} (the steps), got {params.fail_at}")
     began = trio.current_time()
     for n in range(1, total + 1):
         ctx.step(f"step-{n}", f"Step {n} of {total}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 import msgspec
@@ -9,7 +10,18 @@ import trio
 
 from svc._version import __version__
 from svc.capabilities._artifacts import ArtifactsInput, compare, report
-from svc.layer import YamlError, load_yaml, pid_alive, read_lease, read_manifest
+from svc.layer import (
+    LayerIndex,
+    LayerReading,
+    Unreadable,
+    YamlAliases,
+    YamlError,
+    load_yaml,
+    pid_alive,
+    read_lease,
+    read_manifest,
+    read_repository_file,
+)
 from svc.mesh_udp import Mesh
 from svc.registry import Cache, Declarations, Example, McpResource, Module, NoInput
 from svc.runtime import Context, Runtime
@@ -22,6 +34,8 @@ MODULE = Module(
 
 Status = Literal["ok", "warn", "fail", "unknown"]
 _ORDER: dict[str, int] = {"ok": 0, "warn": 1, "fail": 2, "unknown": 3}
+#: The most findings one check lists.
+_MAX_FINDINGS = 20
 _VERDICT_STATUS: dict[str, Status] = {
     "current": "ok",
     "not_generated": "ok",
@@ -39,14 +53,14 @@ class Liveness(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Readiness(msgspec.Struct, frozen=True, kw_only=True):
-    """Resident state only: the registry and the layer index are built."""
+    """Resident state only: the registry and the layer index are built (`layer` is `unknown` until then)."""
 
     ready: bool
     version: str
     commit: str | None
     capabilities: int
     objects: int
-    layer: Literal["ok", "warn", "fail"]
+    layer: Literal["ok", "warn", "fail", "unknown"]
     stale: bool
 
 
@@ -84,23 +98,32 @@ async def live(ctx: Context, params: NoInput) -> Liveness:
     return Liveness(alive=True, version=__version__, commit=ctx.runtime.commit)
 
 
-def _layer_status(runtime: Runtime) -> Literal["ok", "warn", "fail"]:
-    state = runtime.manifest().state
-    return "ok" if state == "ok" else "fail" if state == "fail" else "warn"
+def _layer_status(reading: LayerReading, index: LayerIndex) -> Literal["ok", "warn", "fail"]:
+    if reading.state == "fail" or index.unreadable:
+        return "fail"
+    return "ok" if reading.state == "ok" else "warn"
 
 
 async def ready(ctx: Context, params: NoInput) -> Readiness:
-    """Answer from resident state: registry size, index size, layer verdict, executable freshness."""
+    """Answer from resident state: registry size, index size, layer verdict, executable freshness.
+
+    A server never builds here: until its first build of the layer state has finished it answers not ready,
+    layer `unknown`. A process without a watcher (a one-shot command) builds once, in a worker thread.
+    """
     runtime = ctx.runtime
+    resident = runtime.resident()
+    if resident is None and not runtime.generation.watched:
+        await runtime.warm_async()
+        resident = runtime.resident()
     stale = runtime.stale()
     count = len(runtime.registry)
     return Readiness(
-        ready=count > 0 and not stale,
+        ready=count > 0 and not stale and resident is not None,
         version=__version__,
         commit=runtime.commit,
         capabilities=count,
-        objects=len(runtime.index()),
-        layer=_layer_status(runtime),
+        objects=len(resident[1]) if resident is not None else 0,
+        layer=_layer_status(*resident) if resident is not None else "unknown",
         stale=stale,
     )
 
@@ -147,6 +170,17 @@ def _layer_check(runtime: Runtime) -> HealthCheck:
             ".ai/",
             findings=["create .ai/manifest.yaml (schema: ai-repository/v1) to start a layer"],
         )
+    index = runtime.index()
+    if index.unreadable:
+        count = len(index.unreadable)
+        return _check(
+            "layer",
+            title,
+            "fail",
+            f"{count} layer file(s) cannot be read and are left out of the index",
+            ".ai/repo/",
+            findings=list(index.unreadable[:_MAX_FINDINGS]),
+        )
     if reading.state == "absent":
         return _check(
             "layer",
@@ -156,7 +190,6 @@ def _layer_check(runtime: Runtime) -> HealthCheck:
             ".ai/manifest.yaml",
             findings=["add .ai/manifest.yaml with schema: ai-repository/v1"],
         )
-    index = runtime.index()
     return _check(
         "layer",
         title,
@@ -172,12 +205,16 @@ def _scope_check(runtime: Runtime) -> HealthCheck:
     rel = ".ai/" + reading.sections.get("scope", "repo/scope.yaml")
     title = "Scope declaration"
     try:
-        raw = (runtime.repository.root / rel).read_bytes()
+        raw = read_repository_file(runtime.repository.root, Path(rel))
+    except Unreadable as exc:
+        return _check("scope", title, "fail", f"{rel} cannot be read: {exc.reason}", rel)
     except OSError:
         return _check("scope", title, "warn", f"{rel} is absent; nothing declares what the layer governs", rel)
     try:
         data = load_yaml(raw)
-    except YamlError:
+    except YamlAliases:
+        return _check("scope", title, "fail", f"{rel} uses YAML aliases, which svc does not read", rel)
+    except (YamlError, ValueError, RecursionError):
         return _check("scope", title, "fail", f"{rel} is not YAML", rel)
     if not isinstance(data, dict):
         return _check("scope", title, "fail", f"{rel} is not a mapping", rel)

@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
+import trio
 from msgspec import Meta
 
 from svc._version import __version__
+from svc.layer import read_repository_file
 from svc.registry import Declarations, Example, Hints, McpResource, Module
 from svc.runtime import Context, Runtime
 from svc.surfaces import OBJECT_TEMPLATE, PROTOCOL_VERSIONS, SERVED_METHODS, SERVER_NAME, SERVER_TITLE, mcp_catalog
@@ -192,9 +195,8 @@ def _names_launcher(entry: Any) -> bool:
 
 def client_standing(runtime: Runtime, client: ClientKind) -> Standing:
     """`wired` (the file parses and a server entry starts svc), `foreign` (any other file), `absent`."""
-    path = runtime.repository.root / client.config
     try:
-        raw = path.read_bytes()
+        raw = read_repository_file(runtime.repository.root, Path(client.config))
     except FileNotFoundError:
         return "absent"
     except OSError:
@@ -254,16 +256,22 @@ def _findings(launcher: bool, clients: list[McpClient]) -> list[McpFinding]:
     return out
 
 
+def _standings(runtime: Runtime) -> tuple[bool, list[McpClient]]:
+    """Whether the launcher is present, and each client's standing (file reads: run it in a worker thread)."""
+    launcher = (runtime.repository.root / LAUNCHER_PATH).is_file()
+    clients = [
+        McpClient(id=k.id, title=k.title, config=k.config, standing=client_standing(runtime, k)) for k in CLIENTS
+    ]
+    return launcher, clients
+
+
 async def projection(ctx: Context, params: ProjectionInput) -> McpProjection:
     """The MCP projection of this process's registry, sessions and repository."""
     runtime = ctx.runtime
     catalog = mcp_catalog(runtime.registry)
     objects = await runtime.objects_async()
     attached = runtime.mcp
-    launcher = (runtime.repository.root / LAUNCHER_PATH).is_file()
-    clients = [
-        McpClient(id=k.id, title=k.title, config=k.config, standing=client_standing(runtime, k)) for k in CLIENTS
-    ]
+    launcher, clients = await trio.to_thread.run_sync(_standings, runtime)
     return McpProjection(
         server=McpServerIdentity(name=SERVER_NAME, title=SERVER_TITLE, version=__version__),
         protocol_versions=list(PROTOCOL_VERSIONS),

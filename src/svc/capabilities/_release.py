@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated
 
 import msgspec
 import trio
 from msgspec import Meta
 
-from svc._errors import NotFound
+from svc._errors import NotFound, Unavailable
+from svc.layer import Unreadable, read_repository_file
 from svc.registry import Declarations, Example, McpResource, Module
 from svc.runtime import Context
 
@@ -24,7 +26,7 @@ _RELEASE = re.compile(
     r"^##\s+\[?(?P<version>[^\]\s]+)\]?(?:\s+-\s+(?P<date>\d{4}-\d{2}-\d{2}))?(?P<yanked>\s+\[YANKED\])?\s*$",
     re.IGNORECASE,
 )
-_GROUP = re.compile(r"^###\s+(?P<kind>.+?)\s*$")
+_GROUP = re.compile(r"^###\s+(?P<kind>\S.*)$")
 _ENTRY = re.compile(r"^\s*[-*]\s+(?P<text>.*)$")
 _LINK = re.compile(r"^\[(?P<label>[^\]]+)\]:\s*(?P<url>\S+)\s*$")
 
@@ -71,11 +73,13 @@ def parse_changelog(text: str) -> list[ChangelogRelease]:
             links[match["label"].lower()] = match["url"]
     releases: list[ChangelogRelease] = []
     current: dict[str, object] | None = None
-    groups: list[ChangeGroup] = []
+    #: Each group's kind and entries, an entry as its lines (joined once, so a long entry costs linear time).
+    groups: list[tuple[str, list[list[str]]]] = []
 
     def close() -> None:
         if current is not None:
-            releases.append(ChangelogRelease(groups=list(groups), **current))  # type: ignore[arg-type]
+            done = [ChangeGroup(kind=kind, entries=[" ".join(parts) for parts in entries]) for kind, entries in groups]
+            releases.append(ChangelogRelease(groups=done, **current))  # type: ignore[arg-type]
 
     for line in text.splitlines():
         release = _RELEASE.match(line)
@@ -96,27 +100,41 @@ def parse_changelog(text: str) -> list[ChangelogRelease]:
             continue
         group = _GROUP.match(line)
         if group:
-            groups.append(ChangeGroup(kind=group["kind"], entries=[]))
+            groups.append((group["kind"].rstrip(), []))
             continue
         entry = _ENTRY.match(line)
         if entry and groups:
-            groups[-1].entries.append(entry["text"].strip())
-        elif groups and groups[-1].entries and line.startswith("  ") and line.strip():
-            groups[-1].entries[-1] += " " + line.strip()
+            groups[-1][1].append([entry["text"].strip()])
+        elif groups and groups[-1][1] and line.startswith("  ") and line.strip():
+            groups[-1][1][-1].append(line.strip())
     close()
     return releases
 
 
-async def changelog(ctx: Context, params: ChangelogInput) -> ReleaseChangelog:
-    """Read CHANGELOG.md; a version filter naming no section is `not_found`."""
-    path = trio.Path(ctx.runtime.repository.root / CHANGELOG)
+def _read_changelog(root: Path) -> list[ChangelogRelease] | None:
+    """Read and parse CHANGELOG.md under the reading rule (None when absent); blocking, for a worker thread.
+
+    Raises:
+        Unavailable: the file is over the 4 MiB limit.
+        NotFound: it is no regular file of the checkout (a FIFO, a symlink leaving it, ...).
+    """
     try:
-        text = await path.read_text(encoding="utf-8")
+        data = read_repository_file(root, Path(CHANGELOG))
     except (FileNotFoundError, NotADirectoryError):
+        return None
+    except Unreadable as exc:
+        error = Unavailable if exc.too_large else NotFound
+        raise error(f"{CHANGELOG} cannot be read: {exc.reason}") from None
+    return parse_changelog(data.decode("utf-8", "replace"))
+
+
+async def changelog(ctx: Context, params: ChangelogInput) -> ReleaseChangelog:
+    """Read CHANGELOG.md (in a worker thread); a version filter naming no section is `not_found`."""
+    releases = await trio.to_thread.run_sync(_read_changelog, ctx.runtime.repository.root)
+    if releases is None:
         if params.version is not None:
-            raise NotFound(f"this repository has no {CHANGELOG}") from None
+            raise NotFound(f"this repository has no {CHANGELOG}")
         return ReleaseChangelog(path=CHANGELOG, present=False, format="keep-a-changelog", releases=[])
-    releases = parse_changelog(text)
     if params.version is not None:
         wanted = params.version.lower().removeprefix("v")
         chosen = [r for r in releases if r.version.lower() == wanted]

@@ -2,8 +2,9 @@
 
 Every capability command decodes its options with the same binding rules as HTTP query parameters and
 runs through the executor, so `--json` prints the very bytes the HTTP route answers. The infrastructure
-commands (`generate`, `mcp`, `run`, `serve`) decode theirs into their options Struct and call `svc.host` or
-the generators. Web and MCP stacks are imported only by the commands that serve them.
+commands (`generate`, `mcp`, `plan repair-ledger`, `run`, `serve`) decode theirs into their options Struct
+and call `svc.host`, the generators or the plan's repair. Web and MCP stacks are imported only by the
+commands that serve them.
 
 Exit codes: 0 success, 1 internal failure, 2 usage, 10 refused or invalid.
 """
@@ -37,6 +38,7 @@ from svc.surfaces import (
     CliParameter,
     GenerateOptions,
     McpOptions,
+    RepairLedgerOptions,
     RunOptions,
     ServeOptions,
     cli_tree,
@@ -245,6 +247,22 @@ async def _generate(ctx: click.Context, options: GenerateOptions) -> None:
     await trio.to_thread.run_sync(write_documents, repo, registry, click.echo)
 
 
+async def _repair_ledger(ctx: click.Context, options: RepairLedgerOptions) -> None:
+    from svc.plan import repair_ledger
+
+    try:
+        repair = await trio.to_thread.run_sync(repair_ledger, _repository(ctx))
+    except SvcError as exc:
+        _fail(exc)
+        return
+    for path in repair.removed:
+        click.echo(f"removed   {path}")
+    for event in repair.appended:
+        click.echo(f"appended  {event}")
+    if not repair.removed and not repair.appended:
+        click.echo("repair-ledger: the ledger agrees with the records; nothing to do")
+
+
 async def _run(ctx: click.Context, options: RunOptions) -> None:
     from svc.cli._watch import watch
     from svc.host import open_service, run_execution
@@ -289,6 +307,7 @@ _HANDLERS: dict[str, tuple[type[msgspec.Struct], _Handler]] = {
     for tp, handler in (
         (GenerateOptions, _generate),
         (McpOptions, _mcp),
+        (RepairLedgerOptions, _repair_ledger),
         (RunOptions, _run),
         (ServeOptions, _serve),
     )

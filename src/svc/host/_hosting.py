@@ -9,7 +9,16 @@ from dataclasses import dataclass, fields
 import trio
 
 from svc._version import __version__
-from svc.layer import Executable, Lease, Repository, YamlError, acquire_lease, load_yaml, read_manifest
+from svc.layer import (
+    Executable,
+    Lease,
+    Repository,
+    YamlError,
+    acquire_lease,
+    load_yaml,
+    read_manifest,
+    read_repository_file,
+)
 from svc.runtime import ExecutableStamp, utc_now
 
 __all__ = ["Timings", "executable", "server_timings", "take_lease", "watch_signals"]
@@ -61,8 +70,8 @@ def server_timings(repo: Repository) -> Timings:
     reading = read_manifest(repo)
     path = repo.layer / reading.sections.get("policy", "repo/policy.yaml")
     try:
-        policy = load_yaml(path.read_bytes())
-    except (OSError, YamlError):
+        policy = load_yaml(read_repository_file(repo.root, path))
+    except (OSError, YamlError, ValueError, RecursionError):
         return Timings()
     server = policy.get("server") if isinstance(policy, dict) else None
     if not isinstance(server, dict):

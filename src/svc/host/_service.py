@@ -6,8 +6,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-import trio
-
 from svc.capabilities import builtin_registry
 from svc.layer import Repository
 from svc.nursery import Engine
@@ -41,6 +39,6 @@ async def open_service(
     async with Supervisor.open() as supervisor:
         if watch:
             generation.hooks.append(runtime.warm)
-            await trio.to_thread.run_sync(runtime.warm)
+            await runtime.warm_async()
             await supervisor.nursery.start(generation.watch)
         yield Executor(runtime, supervisor, components=() if mesh is None else (mesh,), built=(Engine,))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from svc.layer._files import remove_stale_temps as remove_stale_temps
 from svc.layer._files import write_atomic as write_atomic
 from svc.layer._git import run_git as run_git
 from svc.layer._index import LayerIndex as LayerIndex
@@ -21,15 +22,24 @@ from svc.layer._objects import LayerObject as LayerObject
 from svc.layer._objects import ObjectIndex as ObjectIndex
 from svc.layer._objects import SourceClass as SourceClass
 from svc.layer._objects import object_uri as object_uri
+from svc.layer._read import MAX_FILE_BYTES as MAX_FILE_BYTES
+from svc.layer._read import Unreadable as Unreadable
+from svc.layer._read import check_repository_dir as check_repository_dir
+from svc.layer._read import check_repository_file as check_repository_file
+from svc.layer._read import clip as clip
+from svc.layer._read import read_repository_dir as read_repository_dir
+from svc.layer._read import read_repository_file as read_repository_file
 from svc.layer._repository import GitState as GitState
 from svc.layer._repository import Repository as Repository
 from svc.layer._repository import checkout_id as checkout_id
+from svc.layer._yaml import YamlAliases as YamlAliases
 from svc.layer._yaml import YamlError as YamlError
 from svc.layer._yaml import dump_yaml as dump_yaml
 from svc.layer._yaml import load_yaml as load_yaml
 
 __all__ = [
     "DEFAULT_SECTIONS",
+    "MAX_FILE_BYTES",
     "Executable",
     "GitState",
     "LayerIndex",
@@ -40,9 +50,14 @@ __all__ = [
     "ObjectIndex",
     "Repository",
     "SourceClass",
+    "Unreadable",
+    "YamlAliases",
     "YamlError",
     "acquire_lease",
+    "check_repository_dir",
+    "check_repository_file",
     "checkout_id",
+    "clip",
     "discard_lease",
     "dump_yaml",
     "load_yaml",
@@ -51,7 +66,10 @@ __all__ = [
     "publish_url",
     "read_lease",
     "read_manifest",
+    "read_repository_dir",
+    "read_repository_file",
     "release_lease",
+    "remove_stale_temps",
     "run_git",
     "write_atomic",
 ]

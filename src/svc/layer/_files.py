@@ -1,13 +1,22 @@
-"""Atomic file writes: a temp file in the same directory, fsync, rename, fsync the directory."""
+"""Atomic file writes: a temp file in the same directory, fsync, rename, fsync the directory.
+
+A writer killed between creating its temp file and renaming it leaves `.<name>.<8 random>.tmp` behind;
+`remove_stale_temps` removes such files for a writer that holds the lock every writer of the directory takes.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["write_atomic"]
+__all__ = ["remove_stale_temps", "write_atomic"]
+
+#: The names `write_atomic` gives its temp files (`tempfile.mkstemp`: 8 characters of `[a-z0-9_]`).
+_TEMP_NAME = re.compile(r"^\.(?P<name>[^/]+)\.[a-z0-9_]{8}\.tmp$")
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
@@ -38,3 +47,31 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def remove_stale_temps(directory: Path, *, before_ns: int) -> list[Path]:
+    """Remove the temp files interrupted `write_atomic` calls left in `directory`; the paths removed.
+
+    Only names of `write_atomic`'s own pattern (`.<name>.<8 random>.tmp`), only regular files (never through
+    a symlink), and only those last modified before `before_ns` (`time.time_ns()` when the caller's write
+    began). The caller must hold the lock that every writer of `directory` takes: then such a file belongs
+    to a writer that died, never to one still writing. A file that vanishes or cannot be removed is skipped.
+    """
+    removed: list[Path] = []
+    try:
+        listing = os.scandir(directory)
+    except OSError:
+        return removed
+    with listing:
+        for entry in listing:
+            if _TEMP_NAME.match(entry.name) is None:
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+                if not stat.S_ISREG(info.st_mode) or info.st_mtime_ns >= before_ns:
+                    continue
+                os.unlink(entry.path)
+            except OSError:
+                continue
+            removed.append(Path(entry.path))
+    return removed

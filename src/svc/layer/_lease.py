@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 
 from svc.layer._files import write_atomic
+from svc.layer._read import read_repository_file
 from svc.layer._repository import Repository
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
 ]
 
 SCHEMA = "svc-mcp-lease/v1"
+#: The largest lease file read (a lease is a few hundred bytes).
+_LEASE_LIMIT = 64 * 1024
 
 
 class Executable(msgspec.Struct, frozen=True, kw_only=True):
@@ -162,9 +165,13 @@ def release_lease(repo: Repository, lease: Lease) -> None:
 
 
 def read_lease(repo: Repository) -> Lease | None:
-    """The lease, or None when there is none or it does not parse."""
+    """The lease, or None when there is none, it does not parse, or the reading rule refuses it.
+
+    The rule's boundary is the checkout: a `server.json` that is a FIFO or a symlink to `/dev/zero` (which a
+    clone could carry) reads as no lease.
+    """
     try:
-        data = (repo.local_state / "mcp" / "server.json").read_bytes()
+        data = read_repository_file(repo.root, repo.local_state / "mcp" / "server.json", limit=_LEASE_LIMIT)
     except OSError:
         return None
     try:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from svc.layer._read import Unreadable, clip, read_repository_file
 from svc.layer._repository import Repository
-from svc.layer._yaml import YamlError, load_yaml
+from svc.layer._yaml import YamlAliases, YamlError, load_yaml
 
 __all__ = ["DEFAULT_SECTIONS", "LayerReading", "read_manifest"]
 
@@ -34,6 +35,8 @@ _KEYS: dict[str, set[str] | None] = {
     "sections": None,
     "context": {"documents"},
 }
+#: The most problems one reading reports (then one line says how many more there are).
+MAX_PROBLEMS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,14 +64,18 @@ def read_manifest(repo: Repository) -> LayerReading:
     if not repo.has_layer:
         return LayerReading(state="absent")
     try:
-        raw = path.read_bytes()
+        raw = read_repository_file(repo.root, path)
     except FileNotFoundError:
         return LayerReading(state="absent", sections=dict(DEFAULT_SECTIONS))
+    except Unreadable as exc:
+        return LayerReading(state="fail", problems=(f".ai/manifest.yaml cannot be read: {exc.reason}",))
     except OSError as exc:
         return LayerReading(state="fail", problems=(f".ai/manifest.yaml cannot be read: {exc.strerror}",))
     try:
         data = load_yaml(raw)
-    except YamlError as exc:
+    except YamlAliases:
+        return LayerReading(state="fail", problems=(".ai/manifest.yaml uses YAML aliases, which svc does not read",))
+    except (YamlError, ValueError, RecursionError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         return LayerReading(state="fail", problems=(f".ai/manifest.yaml is not YAML{where}",))
@@ -81,17 +88,19 @@ def _check(data: Any) -> LayerReading:
     problems: list[str] = []
     for key, value in data.items():
         if key not in _KEYS:
-            problems.append(f".ai/manifest.yaml: unknown key {key!r}")
+            problems.append(clip(f".ai/manifest.yaml: unknown key {key!r}"))
             continue
         allowed = _KEYS[key]
         if allowed is not None:
             if not isinstance(value, dict):
                 problems.append(f".ai/manifest.yaml: {key} must be a mapping")
                 continue
-            problems.extend(f".ai/manifest.yaml: unknown key '{key}.{sub}'" for sub in value if sub not in allowed)
+            problems.extend(
+                clip(f".ai/manifest.yaml: unknown key '{key}.{sub}'") for sub in value if sub not in allowed
+            )
     schema = data.get("schema")
     if schema != SCHEMA:
-        problems.append(f".ai/manifest.yaml: schema {schema!r} is not {SCHEMA!r}")
+        problems.append(clip(f".ai/manifest.yaml: schema {schema!r} is not {SCHEMA!r}"))
     sections = data.get("sections", DEFAULT_SECTIONS)
     if not isinstance(sections, dict) or not all(isinstance(v, str) for v in sections.values()):
         problems.append(".ai/manifest.yaml: sections must map names to paths")
@@ -101,6 +110,8 @@ def _check(data: Any) -> LayerReading:
     if not isinstance(documents, list):
         problems.append(".ai/manifest.yaml: context.documents must be a list")
         documents = []
+    if len(problems) > MAX_PROBLEMS:
+        problems[MAX_PROBLEMS:] = [f".ai/manifest.yaml: {len(problems) - MAX_PROBLEMS} more problems"]
     if problems:
         return LayerReading(state="fail", problems=tuple(problems))
     return LayerReading(

@@ -12,6 +12,9 @@ An object's identity is the kind's identity fields joined by `@` (`rule`: `id@ve
 kind has none or the file does not carry them (slashes kept, other reserved characters percent-encoded).
 Its id is `<kind>.<identity>` and its URI `svc://<kind>/<identity>`. The index is a pure reading of the
 files: it never writes, and a file that cannot be read or parsed is still an object, identified by path.
+Files are read under the reading rule (`read_repository_file`): discovery keeps only regular files whose
+real path stays inside the checkout (a FIFO, a device or a symlink leaving it is no object), a file over
+4 MiB is an object identified by path, and titles and descriptions are cut at 1,000 characters.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import msgspec
 
 from svc.layer._git import run_git
 from svc.layer._manifest import read_manifest
+from svc.layer._read import check_repository_file, clip, read_repository_file
 from svc.layer._repository import Repository
 from svc.layer._yaml import YamlError, dump_yaml, load_yaml
 
@@ -61,9 +65,13 @@ _MEDIA: dict[str, str] = {
     "test": "text/plain",
 }
 _FRONT_MATTER = re.compile(rb"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
-_HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
+_HEADING = re.compile(r"^#[ \t]+(\S.*)$", re.M)
 _GIT_SECONDS = 10.0
 _SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache"})
+#: What a YAML text that does not load raises (aliases and libyaml's nesting bound are `YamlError`s).
+_NOT_YAML = (YamlError, ValueError, TypeError, RecursionError)
+#: The longest title or description an object carries.
+_TEXT_LIMIT = 1000
 
 
 class LayerObject(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -174,9 +182,9 @@ class ObjectIndex:
         """The object's content: its file's bytes, or the YAML of its member for a collection file.
 
         Raises:
-            OSError: the file cannot be read any more.
+            OSError: the file cannot be read any more, or the reading rule refuses it (`Unreadable`).
         """
-        data = (repo.root / obj.path).read_bytes()
+        data = read_repository_file(repo.root, Path(obj.path))
         if obj.member is None:
             return data
         for member in _claim_members(data):
@@ -190,8 +198,8 @@ def source_classes(repo: Repository, sections: Mapping[str, str]) -> list[Source
     knowledge = sections.get("knowledge", "repo/knowledge")
     path = repo.layer / knowledge / "sources.yaml"
     try:
-        data = load_yaml(path.read_bytes())
-    except (OSError, YamlError):
+        data = load_yaml(read_repository_file(repo.root, path))
+    except (OSError, *_NOT_YAML):
         data = None
     if isinstance(data, dict) and isinstance(data.get("sources"), list):
         out: list[SourceClass] = []
@@ -220,7 +228,7 @@ def _discover(repo: Repository, patterns: list[str]) -> list[str]:
         listed = run_git(repo.root, "ls-files", "-z", "--cached", "--", *globs, timeout=_GIT_SECONDS)
         if listed is not None:
             names = [os.fsdecode(n) for n in listed.split(b"\0") if n]
-            return sorted({n for n in names if (repo.root / n).is_file()}, key=str.encode)
+            return sorted({n for n in names if _admissible(repo, n)}, key=str.encode)
     regexes = [glob_regex(p) for p in patterns]
     found: set[str] = set()
     for pattern, regex in zip(patterns, regexes, strict=True):
@@ -240,15 +248,29 @@ def _literal_prefix(pattern: str) -> str:
     return "/".join(head)
 
 
+def _admissible(repo: Repository, rel: str) -> bool:
+    """Whether `rel` is a regular file whose real path stays inside the checkout (any size)."""
+    try:
+        check_repository_file(repo.root, Path(rel), limit=2**62)
+    except OSError:
+        return False
+    return True
+
+
 def _walk(repo: Repository, start: str) -> Iterable[str]:
-    """Files under `start` (repository-relative), skipping VCS, environments, caches and `.ai/local/`."""
+    """Regular files under `start` (repository-relative), skipping VCS, environments, caches and `.ai/local/`.
+
+    Symlinked directories are not descended; a file symlink counts only when it resolves inside the checkout.
+    """
     base = repo.root / start if start else repo.root
     local = repo.layer / "local"
     for dirpath, dirnames, filenames in os.walk(base):
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS and (here / d) != local)
         for name in sorted(filenames):
-            yield repo.relative(Path(dirpath) / name)
+            rel = repo.relative(Path(dirpath) / name)
+            if _admissible(repo, rel):
+                yield rel
 
 
 def _path_identity(path: str) -> str:
@@ -280,7 +302,7 @@ def _front_matter(data: bytes) -> tuple[dict[str, Any], bytes]:
         return {}, data
     try:
         meta = load_yaml(match.group(1))
-    except YamlError:
+    except _NOT_YAML:
         meta = None
     return (meta if isinstance(meta, dict) else {}), data[match.end() :]
 
@@ -288,12 +310,21 @@ def _front_matter(data: bytes) -> tuple[dict[str, Any], bytes]:
 def _text(value: Any) -> str | None:
     if value is None or isinstance(value, dict | list):
         return None
-    text = " ".join(str(value).split())
-    return text or None
+    text = " ".join(str(value)[: _TEXT_LIMIT * 4].split())
+    return clip(text, _TEXT_LIMIT) or None
 
 
 def _tags(value: Any) -> tuple[str, ...]:
-    return tuple(str(t) for t in value) if isinstance(value, list) else ()
+    return tuple(clip(str(t), 200) for t in value[:64]) if isinstance(value, list) else ()
+
+
+def _heading(text: str) -> str | None:
+    """The text of the first level-1 ATX heading, its closing hashes dropped (linear: no backtracking)."""
+    match = _HEADING.search(text)
+    if match is None:
+        return None
+    line = match.group(1).rstrip()
+    return line.rstrip(" \t#") or line
 
 
 def _make(
@@ -328,7 +359,7 @@ def _objects_of(repo: Repository, source: SourceClass, path: str) -> list[LayerO
     if kind in ("policy", "scope", "implementation", "test"):
         return [_make(source, path, None)]
     try:
-        data = (repo.root / path).read_bytes()
+        data = read_repository_file(repo.root, Path(path))
     except OSError:
         return [_make(source, path, None)]
     if kind == "claim":
@@ -359,8 +390,7 @@ def _objects_of(repo: Repository, source: SourceClass, path: str) -> list[LayerO
         identity = None
     title = meta.get("title")
     if title is None and kind not in ("rule", "prompt", "profile"):
-        heading = _HEADING.search(body.decode("utf-8", "replace"))
-        title = heading.group(1) if heading else None
+        title = _heading(body.decode("utf-8", "replace"))
     if title is None and kind in ("prompt", "profile"):
         title = meta.get("name")
     return [_make(source, path, identity, title=title, description=meta.get("description"), tags=meta.get("tags"))]
@@ -369,7 +399,7 @@ def _objects_of(repo: Repository, source: SourceClass, path: str) -> list[LayerO
 def _yaml_object(source: SourceClass, path: str, data: bytes) -> LayerObject:
     try:
         meta = load_yaml(data)
-    except YamlError:
+    except _NOT_YAML:
         meta = None
     if not isinstance(meta, dict):
         return _make(source, path, None)
@@ -405,7 +435,7 @@ def _yaml_object(source: SourceClass, path: str, data: bytes) -> LayerObject:
 def _claim_members(data: bytes) -> list[dict[str, Any]]:
     try:
         loaded = load_yaml(data)
-    except YamlError:
+    except _NOT_YAML:
         return []
     claims = loaded.get("claims") if isinstance(loaded, dict) else None
     return [c for c in claims if isinstance(c, dict)] if isinstance(claims, list) else []
@@ -413,7 +443,7 @@ def _claim_members(data: bytes) -> list[dict[str, Any]]:
 
 def _context_object(repo: Repository, path: str) -> LayerObject | None:
     try:
-        data = (repo.root / path).read_bytes()
+        data = read_repository_file(repo.root, Path(path))
     except OSError:
         return None
     meta, _ = _front_matter(data)

@@ -21,7 +21,17 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from svc.layer import Repository, YamlError, load_yaml, run_git
+from svc.layer import (
+    Repository,
+    Unreadable,
+    YamlAliases,
+    YamlError,
+    check_repository_dir,
+    clip,
+    load_yaml,
+    read_repository_file,
+    run_git,
+)
 
 __all__ = [
     "DECLARATION_DIR",
@@ -362,10 +372,10 @@ def _trunk_ref(repo: Repository) -> str | None:
     """The trunk's ref: `default_branch` of project.yaml, else origin/HEAD's branch, else main, else master."""
     candidates: list[str] = []
     try:
-        project = load_yaml((repo.layer / "repo" / "project" / "project.yaml").read_bytes())
+        project = load_yaml(read_repository_file(repo.root, repo.layer / "repo" / "project" / "project.yaml"))
         if isinstance(project, dict) and isinstance(project.get("default_branch"), str):
             candidates.append(project["default_branch"])
-    except (OSError, YamlError):
+    except (OSError, YamlError, ValueError, RecursionError):
         pass
     origin = _git(repo.root, "symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD")
     if origin and origin.strip().startswith("origin/"):
@@ -401,7 +411,13 @@ def _trunk_copy(repo: Repository, rel: str, stem: str) -> tuple[str | None, Mesh
 def read_declaration(repo: Repository) -> DeclarationReading:
     """Read, validate and narrow the checkout's mesh declaration (runs `git`; call from a worker thread)."""
     directory = repo.root / DECLARATION_DIR
-    files = sorted(directory.glob("*.yaml")) if directory.is_dir() else []
+    try:
+        check_repository_dir(repo.root, directory)
+    except FileNotFoundError:
+        return DeclarationReading(state="absent")
+    except Unreadable as exc:
+        return DeclarationReading(state="refused", path=DECLARATION_DIR, problems=(f"cannot read: {exc.reason}",))
+    files = sorted(directory.glob("*.yaml"))
     if not files:
         return DeclarationReading(state="absent")
     names = [repo.relative(p) for p in files]
@@ -413,14 +429,20 @@ def read_declaration(repo: Repository) -> DeclarationReading:
         )
     path, rel = files[0], names[0]
     try:
-        data = load_yaml(path.read_bytes())
+        data = load_yaml(read_repository_file(repo.root, path))
+    except Unreadable as exc:
+        return DeclarationReading(state="refused", path=rel, problems=(f"cannot read: {exc.reason}",))
     except OSError as exc:
         return DeclarationReading(state="refused", path=rel, problems=(f"cannot read: {exc.strerror or exc}",))
-    except YamlError as exc:
-        return DeclarationReading(state="refused", path=rel, problems=(f"not YAML: {exc}",))
+    except YamlAliases:
+        return DeclarationReading(state="refused", path=rel, problems=("uses YAML aliases, which svc does not read",))
+    except (YamlError, ValueError, RecursionError) as exc:
+        return DeclarationReading(state="refused", path=rel, problems=(clip(f"not YAML: {exc}"),))
     decl, problems, dropped = parse_declaration(data, stem=path.stem)
     if decl is None:
-        return DeclarationReading(state="refused", path=rel, problems=tuple(problems), dropped=tuple(dropped))
+        return DeclarationReading(
+            state="refused", path=rel, problems=tuple(map(clip, problems[:20])), dropped=tuple(map(clip, dropped[:20]))
+        )
     trunk_where, trunk, notes = _trunk_copy(repo, rel, path.stem)
     decl, lines = narrow(decl, trunk)
     return DeclarationReading(

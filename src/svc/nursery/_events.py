@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 __all__ = [
     "DATA_TYPES",
     "EVENT_TYPES",
+    "EXECUTION_ID_PATTERN",
     "PROTOCOL_VERSION",
     "STREAM_TYPES",
     "TERMINAL_TYPES",
@@ -40,6 +42,8 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = "1"
+#: `x-<UTC timestamp>-<8 lowercase hex>`, as the store makes them (the schema and the store's check agree).
+EXECUTION_ID_PATTERN = "^x-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$"
 ExecutionState = Literal["queued", "running", "cancelling", "succeeded", "failed", "cancelled"]
 ErrorCode = Literal["invalid_input", "not_found", "refused", "forbidden", "internal", "cancelled", "unavailable"]
 Severity = Literal["info", "warning", "error"]
@@ -143,8 +147,8 @@ class ExecutionEvent(msgspec.Struct, frozen=True, kw_only=True):
 
     schema_version: str
     event_id: str
-    execution_id: str
-    sequence: int
+    execution_id: Annotated[str, Meta(pattern=EXECUTION_ID_PATTERN)]
+    sequence: Annotated[int, Meta(ge=1)]
     timestamp: str
     type: str
     data: Any

@@ -12,13 +12,15 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from svc.nursery._events import ExecutionEvent, ExecutionView
+from svc.nursery._events import EXECUTION_ID_PATTERN, ExecutionEvent, ExecutionView
 
 __all__ = ["MAX_REPORT_EVENTS", "ExecutionId", "RawReport", "ReportAnswer", "ReportInput"]
 
 #: The most events one report carries.
 MAX_REPORT_EVENTS = 500
-ExecutionId = Annotated[str, Meta(description="an execution id, x-<UTC timestamp>-<8 hex>")]
+ExecutionId = Annotated[
+    str, Meta(pattern=EXECUTION_ID_PATTERN, description="an execution id, x-<UTC timestamp>-<8 hex>")
+]
 Pid = Annotated[int, Meta(ge=1, le=4294967295)]
 
 

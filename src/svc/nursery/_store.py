@@ -23,6 +23,7 @@ import trio
 from svc._errors import InvalidInput, NotFound, Unavailable
 from svc.nursery._events import (
     DATA_TYPES,
+    EXECUTION_ID_PATTERN,
     PROTOCOL_VERSION,
     TERMINAL_TYPES,
     ActorView,
@@ -86,7 +87,7 @@ _TEXTS: dict[str, tuple[str, ...]] = {
     "execution.log": ("message",),
     "execution.diagnostic": ("code", "summary", "detail", "suggestion"),
 }
-_ID = re.compile(r"x-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}")
+_ID = re.compile(EXECUTION_ID_PATTERN)
 _encoder = msgspec.json.Encoder()
 _event_decoder = msgspec.json.Decoder(ExecutionEvent)
 

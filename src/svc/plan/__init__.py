@@ -2,8 +2,8 @@
 
 Sans-I/O at its core: `load_records` parses ``(file name, bytes)`` pairs, `derive` is a pure function of
 the records, the view functions shape each capability's answer, `set_fields`/`stamp_record` rewrite record
-text. `read_snapshot`, `move_issue` and the ledger functions are the thin file layer (directory reads, the
-cross-process lock, atomic writes, the append-only ledger).
+text. `read_snapshot`, `move_issue`, `repair_ledger` and the ledger functions are the thin file layer
+(directory reads, the cross-process lock, atomic writes, the append-only ledger and its crash repair).
 """
 
 from __future__ import annotations
@@ -56,11 +56,13 @@ from svc.plan._seal import SEAL_SCHEMA as SEAL_SCHEMA
 from svc.plan._seal import Move as Move
 from svc.plan._seal import proven as proven
 from svc.plan._seal import seal as seal
+from svc.plan._store import LedgerRepair as LedgerRepair
 from svc.plan._store import Snapshot as Snapshot
 from svc.plan._store import move_issue as move_issue
 from svc.plan._store import project_directory as project_directory
 from svc.plan._store import read_plan as read_plan
 from svc.plan._store import read_snapshot as read_snapshot
+from svc.plan._store import repair_ledger as repair_ledger
 from svc.plan._views import issue_list as issue_list
 from svc.plan._views import next_issue as next_issue
 from svc.plan._views import next_ready as next_ready
@@ -79,6 +81,7 @@ __all__ = [
     "IssueRecord",
     "LedgerError",
     "LedgerReading",
+    "LedgerRepair",
     "MilestoneRecord",
     "Move",
     "Plan",
@@ -125,6 +128,7 @@ __all__ = [
     "read_snapshot",
     "reconcile",
     "record_view",
+    "repair_ledger",
     "roadmap",
     "seal",
     "set_fields",

@@ -6,8 +6,9 @@ files were listed in. Findings are appended in the order of the steps below, whi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
+from svc.layer import clip
 from svc.plan._load import IssueRecord, MilestoneRecord, Records, gc_paused
 from svc.plan._model import (
     ISSUE_STATUSES,
@@ -55,11 +56,11 @@ def overlap(a: str, b: str) -> bool:
 
 
 def _fail(code: str, subject: str, message: str) -> PlanFinding:
-    return PlanFinding(level="FAIL", code=code, subject=subject, message=message)
+    return PlanFinding(level="FAIL", code=code, subject=clip(subject), message=clip(message))
 
 
 def _warn(code: str, subject: str, message: str) -> PlanFinding:
-    return PlanFinding(level="WARN", code=code, subject=subject, message=message)
+    return PlanFinding(level="WARN", code=code, subject=clip(subject), message=clip(message))
 
 
 def _layers(count: int, parents: Sequence[Sequence[int]], children: Sequence[Sequence[int]]) -> list[list[int]]:
@@ -87,10 +88,23 @@ def _stamp_message(move: Move, stamp: str) -> str:
     )
 
 
+def _gap_message(move: Move, stamp: str) -> str:
+    return (
+        f"{move.field} {stamp} is sealed but the ledger has no {move.event} event for it (the move was "
+        "interrupted); the next transition or `svc plan repair-ledger` appends it"
+    )
+
+
 class _Issues:
     """Per-issue facts of steps 1 to 5 (step 1, the proof, is read from each record), indexed like `records`."""
 
-    def __init__(self, records: Sequence[IssueRecord], milestone_ids: set[str], out: list[PlanFinding]) -> None:
+    def __init__(
+        self,
+        records: Sequence[IssueRecord],
+        milestone_ids: set[str],
+        unlogged: Collection[tuple[str, str, str]],
+        out: list[PlanFinding],
+    ) -> None:
         self.records = records
         self.index = {r.id: n for n, r in enumerate(records)}
         count = len(records)
@@ -120,6 +134,10 @@ class _Issues:
                 for move, stamp, proof in zip(_MOVES, stamps, r.proven, strict=True):
                     if stamp and not proof:
                         out.append(_fail("stamp_without_event", r.id, _stamp_message(move, stamp)))
+            if unlogged:
+                for move, stamp in zip(_MOVES, stamps, strict=True):
+                    if (r.id, move.event, stamp) in unlogged:
+                        out.append(_warn("ledger_gap", r.id, _gap_message(move, stamp)))
             if r.proven[2] and not r.covered and not r.cancelled:
                 missing = ",".join(t for t in r.evidence_required if t not in r.covers)
                 message = f"completed_at is set but evidence is missing for {missing}; status stays VERIFY"
@@ -393,16 +411,20 @@ def _gate_issues(
     return gated
 
 
-def derive(records: Records) -> Plan:
-    """Derive the whole plan from loaded records (the loader's findings come first)."""
+def derive(records: Records, *, unlogged: Collection[tuple[str, str, str]] = ()) -> Plan:
+    """Derive the whole plan from loaded records (the loader's findings come first).
+
+    `unlogged` holds the `(issue, event, stamp)` of sealed stamps whose ledger event an interrupted move
+    left out (read by the file layer); each one that the record still holds is a `ledger_gap` finding.
+    """
     with gc_paused():
-        return _derive(records)
+        return _derive(records, unlogged)
 
 
-def _derive(records: Records) -> Plan:
+def _derive(records: Records, unlogged: Collection[tuple[str, str, str]] = ()) -> Plan:
     out: list[PlanFinding] = list(records.findings)
     issue_records, milestone_records = records.issues, records.milestones
-    facts = _Issues(issue_records, {m.id for m in milestone_records}, out)
+    facts = _Issues(issue_records, {m.id for m in milestone_records}, unlogged, out)
     wave_of, waves = _place(issue_records, facts, out)
     statuses, blocked = facts.statuses(out)
     graph = _Milestones(milestone_records, out)

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from svc.layer import load_yaml
+from svc.layer import load_yaml, read_repository_file
 
 __all__ = [
     "ENVELOPE",
@@ -32,6 +32,8 @@ __all__ = [
     "read_ledger",
 ]
 
+#: The largest ledger svc reads (about 300,000 lines).
+LEDGER_LIMIT = 64 * 1024 * 1024
 #: The envelope keys, in the order every line starts with (`session` only when there is one).
 ENVELOPE = ("ts", "event", "head", "branch", "by", "session")
 _encoder = msgspec.json.Encoder()
@@ -114,19 +116,24 @@ def ledger_line(
 def append_line(path: Path, line: bytes) -> None:
     """Append one complete line under an exclusive lock on the ledger, then fsync.
 
-    The directory is created (mode 0700) and the file (mode 0600) on the first write.
+    The directory is created (mode 0700) and the file (mode 0600) on the first write. The ledger is never
+    opened through a symlink. A last line left without its LF (a writer killed mid-line) is ended first, so
+    the new line stays whole.
 
     Raises:
         LedgerError: `line` is not exactly one LF-terminated line.
-        OSError: the ledger cannot be written.
+        OSError: the ledger cannot be written (or is a symlink).
     """
     if not line.endswith(b"\n") or b"\n" in line[:-1]:
         raise LedgerError("a ledger line is one JSON object on one line")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
             view = memoryview(line)
             while view:
                 written = os.write(fd, view)
@@ -149,10 +156,14 @@ class LedgerReading:
 def read_ledger(path: Path) -> LedgerReading:
     """Read every line; a blank line is ignored, one that does not parse or lacks `ts`/`event` is counted.
 
-    A missing file is an empty ledger.
+    A missing file is an empty ledger. The ledger is read under the reading rule within its own directory
+    (a regular file, never through a symlink leaving `.ai/local/state/`, at most `LEDGER_LIMIT` bytes).
+
+    Raises:
+        Unreadable: the rule refuses the ledger (an `OSError`, like any other failure to read it).
     """
     try:
-        data = path.read_bytes()
+        data = read_repository_file(path.parent, path, limit=LEDGER_LIMIT)
     except FileNotFoundError:
         return LedgerReading()
     entries: list[dict[str, Any]] = []

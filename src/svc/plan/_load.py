@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from svc.layer import YamlError, load_yaml
+from svc.layer import YamlAliases, YamlError, clip, load_yaml
 from svc.plan._keys import (
     ISSUE_KEYS,
     ISSUE_REQUIRED,
@@ -53,6 +53,8 @@ __all__ = [
 
 #: A record id (= file name without `.yaml`): safe as a path component, free of `:` and whitespace.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: The most `unknown key` findings one record gets (one more finding counts the rest).
+MAX_UNKNOWN_KEYS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +165,7 @@ class RecordCache:
 
 
 def _finding(subject: str, message: str) -> PlanFinding:
-    return PlanFinding(level="FAIL", code="schema", subject=subject, message=message)
+    return PlanFinding(level="FAIL", code="schema", subject=clip(subject), message=clip(message))
 
 
 def _yaml_problem(exc: BaseException) -> str:
@@ -189,9 +191,11 @@ class _Reader:
 
     def check(self, required: frozenset[str]) -> None:
         """Unknown keys (file order), then each known key in table order: missing when required, or mistyped."""
-        for key in self.data:
-            if not isinstance(key, str) or key not in self.keys:
-                self.say(f"{self.path}: unknown key {key!r}")
+        unknown = [key for key in self.data if not isinstance(key, str) or key not in self.keys]
+        for key in unknown[:MAX_UNKNOWN_KEYS]:
+            self.say(f"{self.path}: unknown key {clip(repr(key))}")
+        if len(unknown) > MAX_UNKNOWN_KEYS:
+            self.say(f"{self.path}: {len(unknown) - MAX_UNKNOWN_KEYS} more unknown keys")
         for key, kind in self.keys.items():
             value = self.data.get(key)
             if value is None:
@@ -239,6 +243,8 @@ class _Reader:
 def _parse(subject: str, path: str, data: bytes) -> tuple[dict[Any, Any] | None, PlanFinding | None]:
     try:
         value = load_yaml(data)
+    except YamlAliases:
+        return None, _finding(subject, f"{path} uses YAML aliases, which svc does not read; left out")
     except (YamlError, ValueError, TypeError, RecursionError) as exc:
         return None, _finding(subject, f"{path} is not YAML: {_yaml_problem(exc)}")
     if not isinstance(value, dict):
@@ -255,7 +261,9 @@ def _id_problem(stem: str, path: str, data: dict[Any, Any]) -> PlanFinding | Non
         )
     declared = data.get("id")
     if declared is not None and text_of(declared) != stem:
-        return _finding(stem, f"{path} declares id {declared!r}, but the id is the file name {stem!r}; left out")
+        return _finding(
+            stem, f"{path} declares id {clip(repr(declared), 100)}, but the id is the file name {stem!r}; left out"
+        )
     return None
 
 

@@ -4,32 +4,58 @@ Reads always read every record's bytes; a per-directory `RecordCache` reuses a p
 bytes, so a read is exact and a warm one skips YAML. A move runs, in one worker thread and under the
 exclusive cross-process lock `.ai/local/state/plan.lock`, the steps of docs/plan.md: load and derive afresh,
 check the move, edit the record text, replace the file atomically, report the write (`on_written`), append
-the ledger line, derive again from disk, release. Blocking calls only; the caller runs this in a thread.
+the ledger line, derive again from disk, release. Before its own move it removes the temp files of killed
+writes and settles a ledger line a killed move left pending (`_pending.py`); `repair_ledger` does only that.
+Blocking calls only; the caller runs this in a thread.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import fcntl
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from svc._errors import Internal, NotFound
-from svc.layer import DEFAULT_SECTIONS, Repository, read_manifest, write_atomic
+from svc.layer import (
+    DEFAULT_SECTIONS,
+    Repository,
+    Unreadable,
+    check_repository_dir,
+    clip,
+    read_manifest,
+    read_repository_dir,
+    read_repository_file,
+    remove_stale_temps,
+    write_atomic,
+)
 from svc.plan._derive import derive
 from svc.plan._edit import check_move, stamp_record
 from svc.plan._ledger import LedgerError, append_line, ledger_line
 from svc.plan._load import RecordCache, Records, gc_paused, load_records
-from svc.plan._model import Plan, PlanTransitionResult
+from svc.plan._model import Plan, PlanFinding, PlanTransitionResult
+from svc.plan._pending import PENDING, PendingEvent, clear_pending, settle, unlogged, write_pending
 from svc.plan._views import next_ready
 
-__all__ = ["LEDGER", "LOCK", "Snapshot", "move_issue", "project_directory", "read_plan", "read_snapshot"]
+__all__ = [
+    "LEDGER",
+    "LOCK",
+    "LedgerRepair",
+    "Snapshot",
+    "move_issue",
+    "project_directory",
+    "read_plan",
+    "read_snapshot",
+    "repair_ledger",
+]
 
 _log = logging.getLogger("svc.plan")
 
@@ -52,37 +78,53 @@ def _cache_for(directory: Path) -> RecordCache:
 
 def project_directory(repo: Repository) -> Path | None:
     """The plan records' directory (the manifest's `project` section), or None when the layer is absent."""
+    return _location(repo)[0]
+
+
+def _layer_finding(message: str) -> PlanFinding:
+    return PlanFinding(level="FAIL", code="layer", subject="layer", message=clip(message))
+
+
+def _unreadable(subject: str, exc: Unreadable) -> PlanFinding:
+    message = f"{exc.path} cannot be read ({exc.reason}); left out"
+    return PlanFinding(level="FAIL", code="unreadable", subject=clip(subject), message=clip(message))
+
+
+def _location(repo: Repository) -> tuple[Path | None, list[PlanFinding]]:
+    """The records' directory, or None with the findings that say why the layer cannot be read."""
     if not repo.has_layer:
-        return None
+        return None, []
     reading = read_manifest(repo)
     if not reading.usable:
-        return None
+        return None, [_layer_finding(f"{p}; the layer reads as absent, so the plan is empty") for p in reading.problems]
     rel = reading.sections.get("project", DEFAULT_SECTIONS["project"])
     parts = PurePosixPath(rel).parts
     if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
-        return None
-    return repo.layer / rel
+        return None, [_layer_finding(f"the project section {rel!r} is not a path inside .ai/; the plan is empty")]
+    return repo.layer / rel, []
 
 
-def _read_dir(directory: Path) -> list[tuple[str, bytes]]:
-    """(file name, bytes) of every `*.yaml` file directly in `directory` (dot files skipped)."""
+def _select(name: str) -> bool:
+    return not name.startswith(".") and name.endswith(".yaml")
+
+
+def _read_dir(repo: Repository, directory: Path, findings: list[PlanFinding]) -> list[tuple[str, bytes]]:
+    """(file name, bytes) of every `*.yaml` file directly in `directory` (dot files skipped).
+
+    A file the reading rule refuses (a directory named `*.yaml`, a FIFO, a symlink loop or one leaving the
+    checkout, over 4 MiB, no permission) is left out with an `unreadable` finding; so is a refused directory.
+    """
     out: list[tuple[str, bytes]] = []
     try:
-        listing = os.scandir(directory)
-    except (FileNotFoundError, NotADirectoryError):
-        return out
-    with listing:
-        for entry in listing:
-            name = entry.name
-            if name.startswith(".") or not name.endswith(".yaml"):
-                continue
-            try:
-                with open(entry.path, "rb") as handle:
-                    out.append((name, handle.read()))
-            except (FileNotFoundError, IsADirectoryError):
-                continue
-            except OSError as exc:
-                _log.warning("svc: plan record %s cannot be read (%s); left out", entry.path, exc.strerror)
+        for name, data in read_repository_dir(repo.root, directory, _select):
+            if isinstance(data, Unreadable):
+                findings.append(_unreadable(name[: -len(".yaml")], data))
+            else:
+                out.append((name, data))
+    except FileNotFoundError:
+        pass
+    except Unreadable as exc:
+        findings.append(_unreadable("layer", exc))
     return out
 
 
@@ -102,30 +144,42 @@ def read_snapshot(repo: Repository) -> Snapshot:
 
 
 def _snapshot(repo: Repository) -> Snapshot:
-    directory = project_directory(repo)
+    directory, findings = _location(repo)
     if directory is None:
-        records = Records()
+        records = Records(findings=tuple(findings))
         return Snapshot(records=records, plan=derive(records))
     try:
-        project: bytes | None = (directory / "project.yaml").read_bytes()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        project: bytes | None = read_repository_file(repo.root, directory / "project.yaml")
+    except FileNotFoundError:
         project = None
-    except OSError as exc:
-        _log.warning("svc: %s/project.yaml cannot be read (%s)", directory, exc.strerror)
+    except Unreadable as exc:
+        findings.append(_unreadable("project", exc))
         project = None
-    issues = _read_dir(directory / "issues")
+    except OSError:  # a component of the path is not a directory: the project directory is refused below
+        project = None
+    milestones = _read_dir(repo, directory / "milestones", findings)
+    issues = _read_dir(repo, directory / "issues", findings)
     records = load_records(
         project,
-        _read_dir(directory / "milestones"),
+        milestones,
         issues,
         base=repo.relative(directory),
         cache=_cache_for(directory),
     )
+    if findings:
+        records = dataclasses.replace(records, findings=(*findings, *records.findings))
     return Snapshot(
         records=records,
-        plan=derive(records),
+        plan=derive(records, unlogged=_unlogged(repo, records)),
         issue_bytes={name[: -len(".yaml")]: data for name, data in issues},
     )
+
+
+def _unlogged(repo: Repository, records: Records) -> frozenset[tuple[str, str, str]]:
+    """The `(issue, event, stamp)` of a ledger line an interrupted move left out (at most one)."""
+    state = repo.local_state
+    gap = unlogged(repo.root, state, state / LOCK, state / LEDGER, records.issues)
+    return frozenset() if gap is None else frozenset({(gap.issue, gap.move.event, gap.stamp)})
 
 
 def read_plan(repo: Repository) -> Plan:
@@ -135,8 +189,15 @@ def read_plan(repo: Repository) -> Plan:
 
 @contextlib.contextmanager
 def _exclusive(path: Path) -> Iterator[None]:
-    """Hold an exclusive `flock` on `path` (created 0600) until the block ends."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    """Hold an exclusive `flock` on `path` (created 0600, never through a symlink) until the block ends.
+
+    Raises:
+        Internal: the lock file cannot be opened.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise Internal(f"cannot take the plan lock {path.name}: {exc.strerror or exc}; nothing was changed") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
@@ -151,6 +212,56 @@ def _utc_now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _state_directory(repo: Repository, *, create: bool) -> Path:
+    """`.ai/local/state/` (created 0700 when asked), refused when a symlink on the way leaves the checkout.
+
+    Raises:
+        Internal: it resolves outside the checkout (nothing was created or written).
+    """
+    state = repo.local_state
+    top = Path(os.path.realpath(repo.root))
+    real = Path(os.path.realpath(state))
+    if real != top and not real.is_relative_to(top):
+        raise Internal(f"{repo.relative(state)} resolves outside the checkout (a symlink); nothing was changed")
+    if create:
+        state.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return state
+
+
+def _sweep(repo: Repository, directory: Path, before_ns: int) -> list[str]:
+    """Remove the temp files killed writes left in `directory` (when it is one inside the checkout)."""
+    try:
+        real = check_repository_dir(repo.root, directory)
+    except OSError:
+        return []
+    return [repo.relative(directory / path.name) for path in remove_stale_temps(real, before_ns=before_ns)]
+
+
+def _settled(repo: Repository, directory: Path, doing: str) -> tuple[Snapshot, PendingEvent | None, list[str]]:
+    """Under the lock: sweep the issues' temp files, read the records, settle a pending ledger line.
+
+    Returns the snapshot, the line appended (if any) and the temp files removed.
+
+    Raises:
+        Internal: the pending line cannot be appended or removed (it is kept for the next holder).
+    """
+    began = time.time_ns()
+    removed = _sweep(repo, directory / "issues", began)
+    snapshot = read_snapshot(repo)
+    state = repo.local_state
+    try:
+        appended = settle(repo.root, state, state / LEDGER, snapshot.records.issues)
+    except (OSError, LedgerError) as exc:
+        pending, ledger = repo.relative(state / PENDING), repo.relative(state / LEDGER)
+        raise Internal(
+            f"cannot {doing}: the ledger line an interrupted move left in {pending} cannot be appended to "
+            f"{ledger}: {getattr(exc, 'strerror', None) or exc}; nothing was changed"
+        ) from exc
+    if appended is not None:
+        _log.warning("svc: appended the ledger line an interrupted move left out: %s", appended.describe())
+    return snapshot, appended, removed
+
+
 def move_issue(
     repo: Repository,
     issue_id: str,
@@ -162,45 +273,60 @@ def move_issue(
 ) -> PlanTransitionResult:
     """Move one issue (`start`, `verify` or `done`) and append its ledger event, all under `plan.lock`.
 
-    `on_written` runs right after the record is replaced (the caller bumps its generation there); `now`
-    gives the stamp (UTC, whole seconds). Blocking: run it in a worker thread.
+    First, under the lock, stale temp files are removed and a ledger line an interrupted move left pending is
+    settled; then the line of this move is made pending, the record replaced, the line appended and the
+    pending file removed. `on_written` runs right after the record is replaced (the caller bumps its
+    generation there); `now` gives the stamp (UTC, whole seconds). Blocking: run it in a worker thread.
 
     Raises:
         NotFound: no issue has this id.
         Refused: the move is not allowed now (nothing written).
-        Internal: the record could not be edited or written (nothing changed), or the ledger could not be
-            appended (the move stands: the stamp and its seal are in the record).
+        Internal: an interrupted move's ledger line cannot be appended, or the record could not be edited or
+            written (nothing changed); or the ledger could not be appended (the move stands: the stamp and
+            its seal are in the record, and its line stays pending for the next transition).
     """
     directory = project_directory(repo)
     if directory is None:
         raise NotFound(f"no issue '{issue_id}'")
-    state = repo.local_state
-    state.mkdir(parents=True, exist_ok=True, mode=0o700)
+    state = _state_directory(repo, create=True)
     ledger_failure: str | None = None
     with _exclusive(state / LOCK):
-        snapshot = read_snapshot(repo)
+        snapshot, _, _ = _settled(repo, directory, f"move {issue_id}")
         issue, move = check_move(snapshot.plan, snapshot.records.issues, issue_id, transition)
         record = next(r for r in snapshot.records.issues if r.id == issue_id)
         at = now()
         edited = stamp_record(snapshot.issue_bytes[issue_id], issue_id, move, at)
-        try:
-            write_atomic(repo.root / record.path, edited)
-        except OSError as exc:
-            raise Internal(f"cannot write {record.path}: {exc.strerror or exc}; nothing was changed") from exc
-        on_written()
         git = repo.git()
         try:
             line = ledger_line(move.event, {"issue": issue_id}, ts=at, head=git.head, branch=git.branch, by=by)
+            write_pending(state, line)
+        except (OSError, LedgerError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            raise Internal(f"cannot move {issue_id}: its ledger line cannot be prepared: {reason}") from exc
+        try:
+            write_atomic(repo.root / record.path, edited)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                clear_pending(state)
+            raise Internal(f"cannot write {record.path}: {exc.strerror or exc}; nothing was changed") from exc
+        on_written()
+        try:
             append_line(state / LEDGER, line)
         except (OSError, LedgerError) as exc:
             ledger_failure = str(exc)
             _log.error("svc: the ledger could not be appended after moving %s: %s", issue_id, exc)
+        else:
+            try:
+                clear_pending(state)
+            except OSError as exc:
+                _log.warning("svc: %s cannot be removed (%s); the next transition drops it", PENDING, exc.strerror)
         after = read_snapshot(repo).plan
     if ledger_failure is not None:
         ledger = repo.relative(state / LEDGER)
         raise Internal(
             f"{issue_id} moved ({move.field} {at} is sealed in {record.path}) but the ledger {ledger} "
-            f"could not be appended: {ledger_failure}"
+            f"could not be appended: {ledger_failure}; the line stays pending and the next transition or "
+            "`svc plan repair-ledger` appends it"
         )
     to = next((i.status for i in after.issues if i.id == issue_id), issue.status)
     ready = next_ready(after)
@@ -214,3 +340,31 @@ def move_issue(
         event=move.event,
         next_ready=ready.id if ready is not None else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRepair:
+    """What `repair_ledger` did: the ledger lines appended (`event issue stamp`) and the temp files removed."""
+
+    appended: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+def repair_ledger(repo: Repository) -> LedgerRepair:
+    """Make the ledger agree with the records after a crash, under `plan.lock` (`svc plan repair-ledger`).
+
+    Removes the temp files killed writes left beside the issue records, and appends the ledger line an
+    interrupted move left pending when the record holds the sealed stamp it proves and the ledger lacks it
+    (the very line the move built). Idempotent: a second run appends and removes nothing. A checkout with no
+    plan layer, or no `.ai/local/state/` yet, has nothing to repair and nothing is created.
+
+    Raises:
+        Internal: the pending line cannot be appended (it is kept).
+    """
+    directory = project_directory(repo)
+    if directory is None or not repo.local_state.is_dir():
+        return LedgerRepair()
+    state = _state_directory(repo, create=False)
+    with _exclusive(state / LOCK):
+        _, appended, removed = _settled(repo, directory, "repair the ledger")
+    return LedgerRepair(appended=() if appended is None else (appended.describe(),), removed=tuple(removed))

@@ -6,6 +6,7 @@ render it, and every capability module declares itself through it.
 
 from __future__ import annotations
 
+from svc.registry._binding import MAX_DEPTH as MAX_DEPTH
 from svc.registry._binding import decode_json as decode_json
 from svc.registry._binding import decode_text as decode_text
 from svc.registry._binding import decode_value as decode_value
@@ -36,6 +37,7 @@ from svc.registry._views import ErrorDetail as ErrorDetail
 
 __all__ = [
     "BENCHMARKED",
+    "MAX_DEPTH",
     "NO_CACHE",
     "Benchmark",
     "Cache",

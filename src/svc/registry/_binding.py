@@ -3,6 +3,11 @@
 Text parameters (HTTP query strings, CLI options) are coerced by the schema type of the top-level property:
 integers (decimal), numbers and booleans (`true`/`false`) are parsed, everything else stays text. An unknown
 or repeated parameter is invalid input. `msgspec`'s own errors become `InvalidInput` here and nowhere else.
+In JSON (a body, MCP arguments, an execution's input) a number with no fractional part is an integer, as
+JSON Schema's `integer` says: `4242.0` is read as `4242` where an integer is declared.
+
+Objects and arrays nest at most `MAX_DEPTH` levels (the input object is level 1): a deeper input is invalid
+input, whatever its depth, instead of a `RecursionError` where decoding or a later encoding runs out of stack.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import msgspec
 from svc._errors import InvalidInput
 from svc.registry._declaration import Capability
 
-__all__ = ["decode_json", "decode_text", "decode_value", "input_problems", "text_kinds"]
+__all__ = ["MAX_DEPTH", "decode_json", "decode_text", "decode_value", "input_problems", "text_kinds"]
 
 TextKind = Literal["integer", "number", "boolean", "text"]
 _INT = re.compile(r"^[+-]?[0-9]+$")
@@ -25,6 +30,9 @@ _AT = re.compile(r"^(?P<what>.*) - at `(?P<path>\$[^`]*)`$", re.DOTALL)
 _TOP = re.compile(r"^\$\.(?P<key>[^.\[]+)")
 _MISSING = re.compile(r"^Object missing required field `(?P<key>[^`]+)`$")
 MAX_PROBLEMS = 5
+#: How many levels of objects and arrays an input may nest, the input object itself being the first.
+MAX_DEPTH = 64
+_TOO_DEEP = f"the input nests objects or arrays more than {MAX_DEPTH} levels deep"
 _NUMBER = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
 
 
@@ -62,12 +70,64 @@ def decode_json(cap: Capability, body: bytes) -> msgspec.Struct:
     if not body.strip():
         body = b"{}"
     try:
-        value: msgspec.Struct = _decoder(cap.input).decode(body)
+        value: msgspec.Struct = _decode_body(cap.input, body)
     except msgspec.DecodeError as exc:
         raise InvalidInput(_message(exc, body)) from exc
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"the request body is not valid JSON: it is not UTF-8 ({exc.reason})") from exc
-    return value
+    except RecursionError:
+        raise InvalidInput(_TOO_DEEP) from None
+    return _bounded(cap.input, value)
+
+
+def _decode_body(tp: type[msgspec.Struct], body: bytes) -> msgspec.Struct:
+    """`body` decoded as `tp`, a whole-number float where an integer is declared read as that integer (`_convert`)."""
+    try:
+        value: msgspec.Struct = _decoder(tp).decode(body)
+    except msgspec.ValidationError as exc:
+        if _FLOAT_REFUSED not in str(exc):
+            raise
+    else:
+        return value
+    return _convert(msgspec.json.decode(body), tp)
+
+
+def _convert(value: Any, tp: type[msgspec.Struct]) -> msgspec.Struct:
+    """`msgspec.convert(value, tp)`, reading a float with no fractional part as an integer where one is declared.
+
+    JSON has one kind of number, and JSON Schema's `integer` (the type the documents declare) is any number
+    with a zero fractional part, so `4242.0` is an integer the document accepts; msgspec alone refuses a
+    float where an int is declared. Only a refused float costs the second reading.
+    """
+    try:
+        converted: msgspec.Struct = msgspec.convert(value, tp)
+    except msgspec.ValidationError as exc:
+        if _FLOAT_REFUSED not in str(exc):
+            raise
+    else:
+        return converted
+    return msgspec.convert(_whole_numbers(value), tp)
+
+
+_FLOAT_REFUSED = "got `float`"
+
+
+def _whole_numbers(value: Any) -> Any:
+    """A copy of parsed JSON `value` with every float that is a whole number as an int (no recursion)."""
+    root: list[Any] = [value]
+    pending: list[tuple[list[Any] | dict[Any, Any], Any]] = [(root, 0)]
+    while pending:
+        parent, key = pending.pop()
+        item = parent[key]
+        if isinstance(item, float) and item.is_integer():
+            parent[key] = int(item)
+        elif isinstance(item, dict):
+            parent[key] = fields = dict(item)
+            pending.extend((fields, k) for k in fields)
+        elif isinstance(item, list):
+            parent[key] = items = list(item)
+            pending.extend((items, i) for i in range(len(items)))
+    return root[0]
 
 
 def decode_value(cap: Capability, value: Any) -> msgspec.Struct:
@@ -77,9 +137,61 @@ def decode_value(cap: Capability, value: Any) -> msgspec.Struct:
     if not isinstance(value, dict):
         raise InvalidInput(f"the input of {cap.id} must be an object, got {type(value).__name__}")
     try:
-        return msgspec.convert(value, cap.input)
+        converted = _convert(value, cap.input)
     except msgspec.ValidationError as exc:
         raise InvalidInput(str(exc)) from exc
+    except RecursionError:
+        raise InvalidInput(_TOO_DEEP) from None
+    return _bounded(cap.input, converted)
+
+
+def _bounded(tp: type[msgspec.Struct], value: msgspec.Struct) -> msgspec.Struct:
+    """`value`, unless an input of `tp` can nest without bound and this one nests past `MAX_DEPTH`.
+
+    Raises:
+        InvalidInput: objects or arrays more than `MAX_DEPTH` levels deep.
+    """
+    if not _may_nest(tp):
+        return value
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidInput(_TOO_DEEP)
+        children: Iterable[Any]
+        if isinstance(item, msgspec.Struct):
+            children = msgspec.structs.astuple(item)
+        else:
+            children = item.values() if isinstance(item, dict) else item
+        pending.extend((child, depth + 1) for child in children if isinstance(child, _CONTAINERS))
+    return value
+
+
+_CONTAINERS = (dict, list, tuple, msgspec.Struct)
+
+
+@functools.cache
+def _may_nest(tp: type[msgspec.Struct]) -> bool:
+    """Whether an input of `tp` can nest without bound: a free-form (`Any`) value, or a Struct met twice.
+
+    A Struct met twice may be recursive; counting it as such only costs a walk of the decoded input.
+    """
+    seen: set[type] = set()
+    pending: list[msgspec.inspect.Type] = [msgspec.inspect.type_info(tp)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, msgspec.inspect.AnyType):
+            return True
+        if isinstance(node, msgspec.inspect.StructType):
+            if node.cls in seen:
+                return True
+            seen.add(node.cls)
+        for attr in msgspec.structs.astuple(node):
+            for item in attr if isinstance(attr, tuple) else (attr,):
+                child = item.type if isinstance(item, msgspec.inspect.Field) else item
+                if isinstance(child, msgspec.inspect.Type):
+                    pending.append(child)
+    return False
 
 
 def input_problems(cap: Capability, value: Any) -> list[str]:
@@ -97,7 +209,7 @@ def input_problems(cap: Capability, value: Any) -> list[str]:
     left_out: set[str] = set()
     while len(problems) < MAX_PROBLEMS:
         try:
-            msgspec.convert(rest, cap.input)
+            _convert(rest, cap.input)
         except msgspec.ValidationError as exc:
             text = str(exc)
         else:

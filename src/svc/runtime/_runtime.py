@@ -1,20 +1,33 @@
-"""The runtime: what one svc process knows while it serves (registry, checkout, generation, server facts)."""
+"""The runtime: what one svc process knows while it serves (registry, checkout, generation, server facts).
+
+The resident layer state (manifest reading, layer index, object index) is built off the event loop: `warm`
+runs in a worker thread (at start and after each repository change the watcher sees), one build at a time,
+and the async callers wait for it at most `BUILD_SECONDS`. `resident` answers the state last built, of any
+generation, without building anything.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
 
+from svc._errors import Unavailable
 from svc._version import __version__
 from svc.layer import LayerIndex, LayerReading, ObjectIndex, Repository, read_manifest
 from svc.registry._registry import Registry
 from svc.runtime._generation import Generation
 
-__all__ = ["ExecutableStamp", "McpAttachments", "Runtime", "ServerFacts", "utc_now"]
+__all__ = ["BUILD_SECONDS", "ExecutableStamp", "McpAttachments", "Runtime", "ServerFacts", "utc_now"]
+
+_log = logging.getLogger("svc.runtime")
+#: How long an async caller waits for a build of the layer state (the build itself goes on in its thread).
+BUILD_SECONDS = 30.0
 
 
 def utc_now() -> str:
@@ -91,9 +104,10 @@ class Runtime:
 
     _index: tuple[int, LayerIndex] | None = None
     _objects: tuple[int, ObjectIndex] | None = None
+    _building: threading.Lock = field(default_factory=threading.Lock)
 
     def index(self) -> LayerIndex:
-        """The layer index of the current generation (rebuilt when the generation moved)."""
+        """The layer index of the current generation (rebuilt when the generation moved; blocking)."""
         current = self.generation.value
         if self._index is None or self._index[0] != current:
             self._index = (current, LayerIndex.build(self.repository))
@@ -102,17 +116,51 @@ class Runtime:
     _manifest: tuple[int, LayerReading] | None = None
 
     def manifest(self) -> LayerReading:
-        """The manifest reading of the current generation (re-read when the generation moved)."""
+        """The manifest reading of the current generation (re-read when the generation moved; blocking)."""
         current = self.generation.value
         if self._manifest is None or self._manifest[0] != current:
             self._manifest = (current, read_manifest(self.repository))
         return self._manifest[1]
 
     def warm(self) -> None:
-        """Build the resident layer state of the current generation (call it from a worker thread)."""
-        self.manifest()
-        self.index()
-        self.objects()
+        """Build the resident layer state of the current generation (blocking: call it from a worker thread).
+
+        One build at a time: a call while another builds returns at once, and the running build starts
+        over until what it built is the current generation.
+        """
+        while True:
+            if not self._building.acquire(blocking=False):
+                return
+            try:
+                built = self.generation.value
+                self.manifest()
+                self.index()
+                self.objects()
+            finally:
+                self._building.release()
+            if self.generation.value == built:
+                return
+
+    async def warm_async(self) -> bool:
+        """`warm()` in a worker thread, waited for at most `BUILD_SECONDS`; whether it finished by then.
+
+        Past the deadline the caller goes on and the build finishes in its thread (`resident` then has it).
+        """
+        with trio.move_on_after(BUILD_SECONDS):
+            await trio.to_thread.run_sync(self.warm, abandon_on_cancel=True)
+            return True
+        _log.warning("svc: building the layer state took over %.0f s; it goes on in the background", BUILD_SECONDS)
+        return False
+
+    def resident(self) -> tuple[LayerReading, LayerIndex] | None:
+        """The manifest reading and layer index last built, of any generation; None before the first build.
+
+        Never builds, never touches the disk: what `health.ready` answers from.
+        """
+        manifest, index = self._manifest, self._index
+        if manifest is None or index is None:
+            return None
+        return manifest[1], index[1]
 
     def objects(self) -> ObjectIndex:
         """The objects of the layer as of the current generation (rediscovered when it moved).
@@ -125,13 +173,19 @@ class Runtime:
         return self._objects[1]
 
     async def objects_async(self) -> ObjectIndex:
-        """`objects()`, discovering in a worker thread when the generation moved."""
+        """`objects()`, discovering in a worker thread when the generation moved.
+
+        Raises:
+            Unavailable: discovery did not finish within `BUILD_SECONDS`.
+        """
         current = self.generation.value
         if self._objects is not None and self._objects[0] == current:
             return self._objects[1]
-        index = await trio.to_thread.run_sync(ObjectIndex.build, self.repository)
-        self._objects = (current, index)
-        return index
+        with trio.move_on_after(BUILD_SECONDS):
+            index = await trio.to_thread.run_sync(ObjectIndex.build, self.repository, abandon_on_cancel=True)
+            self._objects = (current, index)
+            return index
+        raise Unavailable(f"the layer's objects were not discovered within {BUILD_SECONDS:.0f} s; try again")
 
     def stale(self) -> bool:
         """Whether the installed svc changed on disk since this process started."""

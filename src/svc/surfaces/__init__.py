@@ -16,6 +16,7 @@ from svc.surfaces._commands import INFRASTRUCTURE as INFRASTRUCTURE
 from svc.surfaces._commands import GenerateOptions as GenerateOptions
 from svc.surfaces._commands import InfrastructureCommand as InfrastructureCommand
 from svc.surfaces._commands import McpOptions as McpOptions
+from svc.surfaces._commands import RepairLedgerOptions as RepairLedgerOptions
 from svc.surfaces._commands import RunOptions as RunOptions
 from svc.surfaces._commands import ServeOptions as ServeOptions
 from svc.surfaces._commands import SvcOptions as SvcOptions
@@ -59,6 +60,7 @@ __all__ = [
     "McpCatalog",
     "McpOptions",
     "Reachable",
+    "RepairLedgerOptions",
     "ResourceSpec",
     "RunOptions",
     "ServeOptions",

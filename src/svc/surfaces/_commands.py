@@ -1,4 +1,6 @@
-"""The infrastructure commands of `svc` (`generate`, `mcp`, `run`, `serve`) and the global options, declared once.
+"""The infrastructure commands of `svc` and the global options, declared once.
+
+The commands are `generate`, `mcp`, `plan repair-ledger`, `run` and `serve`.
 
 Each command's options are one msgspec Struct: the command tree derives its parameters from it (as capability
 commands derive theirs from their input Struct), the command line parses into it, and the generated reference
@@ -19,6 +21,7 @@ __all__ = [
     "GenerateOptions",
     "InfrastructureCommand",
     "McpOptions",
+    "RepairLedgerOptions",
     "RunOptions",
     "ServeOptions",
     "SvcOptions",
@@ -59,6 +62,10 @@ class McpOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         bool,
         Meta(description="print what this invocation would do (serve, bridge, wait, take over) and why, then exit"),
     ] = False
+
+
+class RepairLedgerOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Options of `svc plan repair-ledger` (none: it repairs what an interrupted move left, and only that)."""
 
 
 class RunOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -127,6 +134,18 @@ INFRASTRUCTURE: tuple[InfrastructureCommand, ...] = (
             "server stays while HTTP MCP sessions remain); SIGINT or SIGTERM ends it at once, with exit 0."
         ),
         options=McpOptions,
+    ),
+    InfrastructureCommand(
+        words=("plan", "repair-ledger"),
+        summary="Append the ledger line an interrupted move left out, and remove the temp files of killed writes.",
+        help=(
+            "Maintenance after a crash, under the plan lock: removes the temp files killed writes left beside "
+            "the issue records, and appends the ledger event of a move whose record holds the sealed stamp but "
+            "whose ledger line was never written (the `ledger_gap` finding of `svc plan validate`), exactly "
+            "as the move built it. Prints one line per change; exit 0. A second run changes nothing. The next "
+            "transition does the same before its own move."
+        ),
+        options=RepairLedgerOptions,
     ),
     InfrastructureCommand(
         words=("run",),

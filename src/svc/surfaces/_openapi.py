@@ -11,7 +11,19 @@ from typing import Any
 
 import msgspec
 
-from svc._errors import ERRORS, Forbidden, Internal, InvalidInput, NotFound, Refused, SvcError
+from svc._errors import (
+    ERRORS,
+    Forbidden,
+    HeadersTooLarge,
+    Internal,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    Refused,
+    RequestTimeout,
+    SvcError,
+    Unavailable,
+)
 from svc._version import __version__
 from svc.registry._declaration import Capability, Example
 from svc.registry._registry import Registry
@@ -100,7 +112,11 @@ def _operation(registry: Registry, cap: Capability) -> dict[str, Any]:
             "content": {"application/json": {"schema": registry.schemas.ref(cap.output)}},
         },
     }
-    raised: list[type[SvcError]] = [InvalidInput, NotFound, Internal]
+    # Every request may be refused by the server before its capability runs: a head over 16 KiB (431), and
+    # while stopping or at a bound (503); a request with a body also for its size (413) and its pace (408).
+    raised: list[type[SvcError]] = [InvalidInput, NotFound, HeadersTooLarge, Internal, Unavailable]
+    if cap.exposure.http.method == "POST":
+        raised += [RequestTimeout, PayloadTooLarge]
     if cap.kind == "command":
         raised.append(Refused)
     if cap.writes_repository:

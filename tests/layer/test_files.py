@@ -1,0 +1,55 @@
+"""Atomic writes, and the removal of the temp files a killed writer leaves behind."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from svc.layer import remove_stale_temps, write_atomic
+
+
+def _left_by_a_killed_write(directory: Path, name: str) -> Path:
+    """A temp file exactly as `write_atomic` creates it, never renamed."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    os.write(fd, b"half a record")
+    os.close(fd)
+    return Path(tmp)
+
+
+def test_only_stale_temp_files_of_write_atomic_are_removed(tmp_path: Path) -> None:
+    write_atomic(tmp_path / "I0001.yaml", b"id: I0001\n")
+    stale = [_left_by_a_killed_write(tmp_path, "I0001.yaml"), _left_by_a_killed_write(tmp_path, "I0002.yaml")]
+    kept = [
+        tmp_path / ".I0001.yaml.swp",
+        tmp_path / ".I0001.yaml.123.tmp",
+        tmp_path / ".notes.ABCDEFGH.tmp",
+        tmp_path / "I0003.yaml.abcdefgh.tmp",
+    ]
+    for path in kept:
+        path.write_bytes(b"someone else's")
+    (tmp_path / ".dir.abcdefgh.tmp").mkdir()
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"not ours")
+    (tmp_path / ".link.abcdefgh.tmp").symlink_to(outside)
+    removed = remove_stale_temps(tmp_path, before_ns=time.time_ns() + 10**9)
+    assert sorted(removed) == sorted(stale)
+    assert not any(path.exists() for path in stale)
+    assert all(path.exists() for path in kept)
+    assert (tmp_path / ".dir.abcdefgh.tmp").is_dir()
+    assert (tmp_path / ".link.abcdefgh.tmp").is_symlink()
+    assert (tmp_path / "I0001.yaml").read_bytes() == b"id: I0001\n"
+
+
+def test_a_temp_file_newer_than_the_running_write_is_left_alone(tmp_path: Path) -> None:
+    """A temp file written after the caller's write began is another writer's, still writing."""
+    began = time.time_ns()
+    live = _left_by_a_killed_write(tmp_path, "I0001.yaml")
+    os.utime(live, ns=(began + 10**9, began + 10**9))
+    assert remove_stale_temps(tmp_path, before_ns=began) == []
+    assert live.exists()
+
+
+def test_a_missing_directory_has_nothing_to_remove(tmp_path: Path) -> None:
+    assert remove_stale_temps(tmp_path / "absent", before_ns=time.time_ns()) == []
