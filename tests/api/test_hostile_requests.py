@@ -242,7 +242,7 @@ def test_every_operation_lists_the_servers_own_refusals_as_error_bodies() -> Non
     error_body = {"$ref": "#/components/schemas/ErrorBody"}
     for item in document["paths"].values():
         for method, op in item.items():
-            expected = {"431", "503"} | ({"408", "413"} if method == "post" else set())
+            expected = {"403", "431", "503"} | ({"408", "413"} if method == "post" else set())
             assert expected <= set(op["responses"]), (op["operationId"], sorted(op["responses"]))
             for status in expected:
                 assert op["responses"][status]["content"]["application/json"]["schema"] == error_body

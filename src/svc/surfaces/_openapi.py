@@ -112,15 +112,14 @@ def _operation(registry: Registry, cap: Capability) -> dict[str, Any]:
             "content": {"application/json": {"schema": registry.schemas.ref(cap.output)}},
         },
     }
-    # Every request may be refused by the server before its capability runs: a head over 16 KiB (431), and
-    # while stopping or at a bound (503); a request with a body also for its size (413) and its pace (408).
-    raised: list[type[SvcError]] = [InvalidInput, NotFound, HeadersTooLarge, Internal, Unavailable]
+    # Every request may be refused by the server before its capability runs: a Host that is not loopback or a
+    # foreign Origin (403, also a repository write over HTTP), a head over 16 KiB (431), and while stopping or
+    # at a bound (503); a request with a body also for its size (413) and its pace (408).
+    raised: list[type[SvcError]] = [InvalidInput, Forbidden, NotFound, HeadersTooLarge, Internal, Unavailable]
     if cap.exposure.http.method == "POST":
         raised += [RequestTimeout, PayloadTooLarge]
     if cap.kind == "command":
         raised.append(Refused)
-    if cap.writes_repository:
-        raised.append(Forbidden)
     for error in raised:
         responses[str(error.status)] = _error(f"{error.code}: {error.when}")
     responses["default"] = _error("any other failure, as ErrorBody")
