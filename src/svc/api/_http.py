@@ -295,7 +295,12 @@ class SvcApp:
                 params = self.executor.decode_text(cap, _query_items(scope))
             else:
                 params = self.executor.decode_json(cap, await read_body(receive))
-            body = await _while_connected(receive, lambda: self.executor.call(cap, params, actor=self._actor))
+            if cap.cancellable:
+                # A cancellable capability may run long: it ends with its client (hypercorn does not cancel
+                # a request whose client left). Others answer at once and skip the watch's task.
+                body = await _while_connected(receive, lambda: self.executor.call(cap, params, actor=self._actor))
+            else:
+                body = await self.executor.call(cap, params, actor=self._actor)
         except SvcError as exc:
             await send_error(send, exc)
             return
