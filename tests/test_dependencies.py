@@ -20,9 +20,9 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: Declared but not imported by src, on purpose. `trio-websocket` is to become the live channel's client (a
-#: later issue gives it that job); until then only tests/ and bench/ import it, and removing it from the
-#: dependencies only to add it back would churn every installed environment.
+#: Declared but not imported by src, on purpose. `trio-websocket` is the design's client of the live channel
+#: (`/events`) for the command line; until the command line follows executions over it, only tests/ and
+#: bench/ import it.
 DECLARED_NOT_IMPORTED = frozenset({"trio-websocket"})
 
 

@@ -27,7 +27,7 @@ from svc.layer import (
 )
 from svc.layer._read import _read_fd
 
-#: 530 bytes of ten-fold aliases over eight levels (issue 11): about 10^8 nodes once expanded.
+#: 530 bytes of ten-fold aliases over eight levels: about 10^8 nodes once expanded.
 ALIAS_BOMB = (
     "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
     + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9))
