@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from svc.layer._files import ensure_local_state as ensure_local_state
 from svc.layer._files import remove_stale_temps as remove_stale_temps
 from svc.layer._files import write_atomic as write_atomic
 from svc.layer._git import run_git as run_git
@@ -60,6 +61,7 @@ __all__ = [
     "clip",
     "discard_lease",
     "dump_yaml",
+    "ensure_local_state",
     "load_yaml",
     "object_uri",
     "pid_alive",

@@ -13,7 +13,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["remove_stale_temps", "write_atomic"]
+__all__ = ["ensure_local_state", "remove_stale_temps", "write_atomic"]
 
 #: The names `write_atomic` gives its temp files (`tempfile.mkstemp`: 8 characters of `[a-z0-9_]`).
 _TEMP_NAME = re.compile(r"^\.(?P<name>[^/]+)\.[a-z0-9_]{8}\.tmp$")
@@ -75,3 +75,21 @@ def remove_stale_temps(directory: Path, *, before_ns: int) -> list[Path]:
                 continue
             removed.append(Path(entry.path))
     return removed
+
+
+#: Written into `.ai/local/` when svc creates it: the folder is svc's own state, ignored by Git whatever the
+#: repository's own ignore rules say (a foreign checkout's `git status` stays clean).
+LOCAL_GITIGNORE = b"# svc's own state: never tracked.\n*\n"
+
+
+def ensure_local_state(local: Path) -> Path:
+    """Create `local/state` (mode 0700) and `local/.gitignore` ignoring everything in `local/`; return state.
+
+    `local` is the checkout's `.ai/local`. An existing `.gitignore` is left as it is.
+    """
+    state = local / "state"
+    state.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ignore = local / ".gitignore"
+    if not os.path.lexists(ignore):
+        write_atomic(ignore, LOCAL_GITIGNORE)
+    return state

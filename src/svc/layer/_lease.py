@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from svc.layer._files import write_atomic
+from svc.layer._files import ensure_local_state, write_atomic
 from svc.layer._read import read_repository_file
 from svc.layer._repository import Repository
 
@@ -87,7 +87,7 @@ def acquire_lease(repo: Repository, *, version: str, executable: Executable | No
     Raises:
         LeaseHeld: a live process holds it.
     """
-    directory = repo.local_state / "mcp"
+    directory = ensure_local_state(repo.layer / "local") / "mcp"
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(repo.local_state, 0o700)
     pid = os.getpid()

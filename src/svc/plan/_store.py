@@ -31,6 +31,7 @@ from svc.layer import (
     Unreadable,
     check_repository_dir,
     clip,
+    ensure_local_state,
     read_manifest,
     read_repository_dir,
     read_repository_file,
@@ -224,7 +225,7 @@ def _state_directory(repo: Repository, *, create: bool) -> Path:
     if real != top and not real.is_relative_to(top):
         raise Internal(f"{repo.relative(state)} resolves outside the checkout (a symlink); nothing was changed")
     if create:
-        state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_local_state(state.parent)
     return state
 
 
