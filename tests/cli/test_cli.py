@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+import asyncclick as click
 import httpx
 import msgspec
 import pytest
@@ -61,6 +62,20 @@ async def test_unknown_version_exits_10(tmp_path: Path) -> None:
     result = await invoke("--repo", str(tmp_path), "release", "changelog", "--version", "9.9.9")
     assert result.exit_code == 10
     assert result.stderr == "svc: not_found: CHANGELOG.md has no section '9.9.9' (sections: 1.0.0)\n"
+
+
+async def test_each_command_group_says_what_it_is_for() -> None:
+    cli = build_cli()
+    groups = {name: cmd for name, cmd in cli.commands.items() if isinstance(cmd, click.Group)}
+    assert {"artifacts", "capabilities", "executions", "health", "mesh", "release"} <= set(groups)
+    for name, group in groups.items():
+        module = builtin_registry().module_by_id.get(name)
+        if module is not None and group.callback is None:
+            assert group.help == module.description, name
+    listing = " ".join((await invoke("--help")).output.split())
+    mesh = builtin_registry().module_by_id["mesh"].description
+    assert mesh in listing
+    assert "commands" not in " ".join((await invoke("mesh", "--help")).output.split()[:4])
 
 
 async def test_usage_errors_exit_2() -> None:

@@ -346,7 +346,9 @@ def build_cli(registry: Registry | None = None) -> click.Group:
         for word in spec.words[:-1]:
             found = parent.commands.get(word)
             if not isinstance(found, click.Group):
-                found = click.Group(word, help=f"{word} commands")
+                module = registry.module_by_id.get(word) if parent is svc else None
+                about = module.description if module is not None else f"The {word} commands."
+                found = click.Group(word, help=about, short_help=about)
                 parent.add_command(found)
             parent = found
         if spec.options is not None:
