@@ -118,12 +118,12 @@ def _resolve(root: Path, path: Path, name: str) -> tuple[Path, os.stat_result]:
     return real, os.lstat(real)
 
 
-def check_repository_file(root: Path, path: Path, *, limit: int = MAX_FILE_BYTES) -> Path:
-    """The real path of `path` when `read_repository_file` would read it (judged by `stat`, nothing opened).
+def _locate(root: Path, path: Path) -> tuple[str, Path, os.stat_result]:
+    """The shown name, the real path and the `stat` of `path` (relative to `root` when not absolute).
 
     Raises:
         FileNotFoundError: nothing is at `path`.
-        Unreadable: it is not a regular file, resolves outside `root`, or is over `limit` bytes.
+        Unreadable: it resolves outside `root`, or cannot be examined.
     """
     path = path if path.is_absolute() else root / path
     name = _name(root, path)
@@ -133,6 +133,17 @@ def check_repository_file(root: Path, path: Path, *, limit: int = MAX_FILE_BYTES
         raise
     except OSError as exc:
         raise Unreadable(name, _reason(exc)) from None
+    return name, real, st
+
+
+def check_repository_file(root: Path, path: Path, *, limit: int = MAX_FILE_BYTES) -> Path:
+    """The real path of `path` when `read_repository_file` would read it (judged by `stat`, nothing opened).
+
+    Raises:
+        FileNotFoundError: nothing is at `path`.
+        Unreadable: it is not a regular file, resolves outside `root`, or is over `limit` bytes.
+    """
+    name, real, st = _locate(root, path)
     kind = _kind(st.st_mode)
     if kind is not None:
         raise Unreadable(name, f"not a regular file ({kind})")
@@ -148,14 +159,7 @@ def check_repository_dir(root: Path, path: Path) -> Path:
         FileNotFoundError: nothing is at `path`.
         Unreadable: it is not a directory, or resolves outside `root`.
     """
-    path = path if path.is_absolute() else root / path
-    name = _name(root, path)
-    try:
-        real, st = _resolve(root, path, name)
-    except (FileNotFoundError, Unreadable):
-        raise
-    except OSError as exc:
-        raise Unreadable(name, _reason(exc)) from None
+    name, real, st = _locate(root, path)
     if not stat.S_ISDIR(st.st_mode):
         raise Unreadable(name, f"not a directory ({_kind(st.st_mode) or 'a regular file'})")
     return real
