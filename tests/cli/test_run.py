@@ -81,7 +81,10 @@ async def test_a_reporter_mirrors_its_run_on_the_server_event_for_event(server: 
         assert msgspec.to_builtins(retained(mirror)) == msgspec.to_builtins(retained(x))
         view = served.store.view(mirror)
         assert (view.actor.kind, view.actor.pid) == ("cli", os.getpid())
-        assert view.output == {"steps": 3, "elapsed_ms": 0, "observed": True}
+        # Three steps without delay: their elapsed time is whatever the machine took, identical on both sides.
+        assert view.output == engine.store.view(x).output
+        assert view.output["steps"] == 3
+        assert view.output["observed"] is True
 
 
 @pytest.mark.slow
