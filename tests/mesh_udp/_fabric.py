@@ -8,6 +8,7 @@ import errno
 import ipaddress
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import trio
@@ -113,6 +114,8 @@ class Fabric:
         self.delivered = 0
         self.dropped = 0
         self.sent_to: list[str] = []
+        #: A partition: deliveries between two hosts for which it answers True are dropped.
+        self.cut: Callable[[str, str], bool] | None = None
 
     def host(self, address: str) -> FakeNetwork:
         return FakeNetwork(self, address)
@@ -131,6 +134,9 @@ class Fabric:
         else:
             on_host = [s for s in self.sockets if s.host == ip and s.port == port]
             receivers = on_host[:1]
+        cut = self.cut
+        if cut is not None:
+            receivers = [r for r in receivers if not cut(sender.host, r.host)]
         for receiver in receivers:
             copies = 2 if self.rng.random() < self.duplicate else 1
             for _ in range(copies):

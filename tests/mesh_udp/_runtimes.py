@@ -36,8 +36,14 @@ def declare(root: Path, settings: dict[str, Any]) -> None:
     (directory / "lan.yaml").write_text(dump_yaml(data))
 
 
-def open_mesh(base: Path, name: str, network: Network, settings: dict[str, Any], *, seed: int = 0) -> Mesh:
-    """A mesh over a fresh checkout `base/name`, with its own key under `base/name-state/`."""
+def open_mesh(
+    base: Path, name: str, network: Network, settings: dict[str, Any], *, seed: int = 0, journal: bool = False
+) -> Mesh:
+    """A mesh over a fresh checkout `base/name`, with its own key under `base/name-state/`.
+
+    The cooperation journal stays in memory unless `journal` (a file journal writes from worker threads,
+    which the autojump clock would read as idle time).
+    """
     root = base / name
     root.mkdir(parents=True, exist_ok=True)
     declare(root, settings)
@@ -46,6 +52,7 @@ def open_mesh(base: Path, name: str, network: Network, settings: dict[str, Any],
         identity_file=base / f"{name}-state" / "svc" / "node.json",
         network=network,
         rng=random.Random(seed),
+        journal=journal,
     )
     assert mesh.reason is None, mesh.reason
     return mesh

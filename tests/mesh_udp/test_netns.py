@@ -1,7 +1,9 @@
-"""Discovery across two network namespaces joined by a veth pair, by multicast (docs/mesh.md multi-host).
+"""Discovery and cooperation across two network namespaces joined by a veth pair (docs/mesh.md multi-host).
 
 The test creates both namespaces, the veth pair and their private addresses itself, runs one svc runtime
-in each (a separate process, on the namespace's own interfaces), and deletes everything in `finally`.
+in each (a separate process, on the namespace's own interfaces), and deletes everything in `finally`. The
+runtimes find each other by multicast, link (the registry's record is the dial target; each allowlists
+the other's key), each claims a path, and each must hold the other's claim with an equal digest.
 Datagrams go only to the test's multicast group on the veth and to the other namespace's address.
 It needs root and `ip`; elsewhere it is skipped with the reason.
 """
@@ -20,6 +22,7 @@ import msgspec
 import pytest
 import trio
 
+from svc.mesh_udp import create_identity
 from tests.mesh_udp._loopback import own_group
 from tests.mesh_udp._runtimes import declare
 
@@ -63,35 +66,73 @@ def namespaces() -> Iterator[tuple[list[str], list[str]]]:
             subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30, check=False)
 
 
-async def test_two_namespaces_find_each_other_by_multicast(
+async def read_line(stream: trio.abc.ReceiveStream) -> bytes:
+    """The first line a process writes (what it wrote before it closed, when it closed early)."""
+    seen = bytearray()
+    while b"\n" not in seen:
+        chunk = await stream.receive_some()
+        if not chunk:
+            break
+        seen += chunk
+    return bytes(seen)
+
+
+@pytest.mark.bound(90)
+async def test_two_namespaces_find_each_other_by_multicast_and_cooperate(
     tmp_path: Path, namespaces: tuple[list[str], list[str]]
 ) -> None:
     names, addresses = namespaces
     group = own_group()
+    keys = [tmp_path / f"state{index}" / "svc" / "node.json" for index in range(2)]
+    allow = [create_identity(key).public_key for key in keys]
+    paths = ["src/alpha", "docs/beta"]
     outputs: list[bytes] = [b"", b""]
+    processes: list[trio.Process] = []
 
-    async def run(index: int) -> None:
+    async def run(index: int, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         checkout = tmp_path / f"ns{index}"
         checkout.mkdir()
-        declare(checkout, {"multicast": {"group": group, "port": 47741, "interval_seconds": 1}})
-        key = tmp_path / f"state{index}" / "svc" / "node.json"
+        settings = {
+            "multicast": {"group": group, "port": 47741, "interval_seconds": 1},
+            "trust": {"policy": "allowlist", "allow": allow},
+            "cooperation": {"heartbeat_seconds": 1, "expiry_seconds": 3},
+        }
+        declare(checkout, settings)
         argv = ["ip", "netns", "exec", names[index], sys.executable, "-m", "tests.mesh_udp._ns_node"]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        done = await trio.run_process(
-            [*argv, str(checkout), str(key), "1"],
-            cwd=ROOT,
-            env=env,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-        assert done.returncode == 0, (done.stdout, done.stderr)
-        outputs[index] = done.stdout
+        with (tmp_path / f"ns{index}.log").open("wb") as log:
+            process = await trio.lowlevel.open_process(
+                [*argv, str(checkout), str(keys[index]), "1", paths[index]],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            )
+        processes.append(process)
+        task_status.started()
+        assert process.stdout is not None
+        outputs[index] = await read_line(process.stdout)
 
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(run, 0)
-            nursery.start_soon(run, 1)
+    try:
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(run, 0)
+                await nursery.start(run, 1)
+            for process in processes:
+                assert process.stdin is not None
+                await process.stdin.aclose()
+            for index, process in enumerate(processes):
+                code = await process.wait()
+                assert code == 0, (code, outputs[index], (tmp_path / f"ns{index}.log").read_text())
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+        with trio.move_on_after(10) as cleanup:
+            cleanup.shield = True
+            for process in processes:
+                await process.wait()
     answers = [msgspec.json.decode(o) for o in outputs]
     for me, other in ((0, 1), (1, 0)):
         [node] = answers[me]["nodes"]["nodes"]
@@ -102,3 +143,14 @@ async def test_two_namespaces_find_each_other_by_multicast(
         assert providers["multicast"]["detail"].startswith(f"{group}:47741 joined on {addresses[me]}")
     heard = {s["source"] for a in answers for s in a["nodes"]["nodes"][0]["sources"]}
     assert "multicast" in heard
+    coops = [a["cooperation"] for a in answers]
+    claims = {coops[0]["claim"], coops[1]["claim"]}
+    for me, other in ((0, 1), (1, 0)):
+        assert set(coops[me]["claims"]) == claims
+        assert coops[me]["claims"][coops[other]["claim"]] == "held"
+        [peer] = coops[me]["peers"]
+        assert peer["runtime"] == coops[other]["runtime"]
+        assert peer["state"] == "connected"
+    assert coops[0]["digest"] == coops[1]["digest"]
+    dialed = [c["peers"][0]["outbound"] for c in coops]
+    assert dialed.count(True) >= 1

@@ -337,8 +337,8 @@ class _Sessions:
             attachments = self.attachments
             if attachments is not None:
                 kind = "bridged" if bridged else self.transport
-                attachments.attach(kind)
-                connection.exit_stack.callback(attachments.detach, kind)
+                attachments.attach(kind, peer)
+                connection.exit_stack.callback(attachments.detach, kind, peer)
         return peer
 
 

@@ -244,12 +244,12 @@ class Host:
         """This process serves the checkout now; its own stdio session counts as attached while open."""
         self.executor = executor
         if self._stdio_open:
-            executor.runtime.mcp.attach("stdio")
+            executor.runtime.mcp.attach("stdio", self.peer)
 
     def stdio_closed(self) -> None:
         """The stdio session ended."""
         if self._stdio_open and self.executor is not None:
-            self.executor.runtime.mcp.detach("stdio")
+            self.executor.runtime.mcp.detach("stdio", self.peer)
         self._stdio_open = False
 
     async def start(self, *, standalone: bool) -> Backend:

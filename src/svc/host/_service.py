@@ -41,4 +41,6 @@ async def open_service(
             generation.hooks.append(runtime.warm)
             await runtime.warm_async()
             await supervisor.nursery.start(generation.watch)
+        if mesh is not None:
+            mesh.mcp_sessions = runtime.mcp.peers.keys
         yield Executor(runtime, supervisor, components=() if mesh is None else (mesh,), built=(Engine,))

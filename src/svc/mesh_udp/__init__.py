@@ -1,8 +1,10 @@
-"""The mesh over UDP: node identity, signed discovery, trust, the node registry, doctor and firewall.
+"""The mesh over UDP: node identity, signed discovery, trust, the node registry, cooperation, doctor, firewall.
 
-A sans-I/O core (`MeshCore`: envelopes, checks, trust, registry, `register`) with thin trio socket tasks
-around it (`ProviderSet`), assembled per runtime by `Mesh` and started by a server with `start_mesh`.
-Cooperation (links, journal, claims) plugs in later through `MeshCore.link_handler` and the link socket.
+Discovery is a sans-I/O core (`MeshCore`: envelopes, checks, trust, registry, `register`) with thin trio
+socket tasks around it (`ProviderSet`). Cooperation is the same split: `Links` (hello / welcome admission,
+sync rounds, refusals, who dials) and `Journal` (signed events, the ingest chain, marks and beats, the
+file) are sans-I/O, `fold` turns a journal into one `CooperationState`, and `Cooperation` runs the link
+tasks, the heartbeat and the writes. `Mesh` assembles both per runtime; a server starts it with `start_mesh`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,31 @@ from svc.mesh_udp._canonical import node_id_of as node_id_of
 from svc.mesh_udp._canonical import sign_object as sign_object
 from svc.mesh_udp._canonical import signed_bytes as signed_bytes
 from svc.mesh_udp._canonical import verify_object as verify_object
+from svc.mesh_udp._coop_views import ClaimInput as ClaimInput
+from svc.mesh_udp._coop_views import ClaimView as ClaimView
+from svc.mesh_udp._coop_views import ConsumeAnswer as ConsumeAnswer
+from svc.mesh_udp._coop_views import CooperationState as CooperationState
+from svc.mesh_udp._coop_views import CooperationStatus as CooperationStatus
+from svc.mesh_udp._coop_views import EventList as EventList
+from svc.mesh_udp._coop_views import HandoverConsumeInput as HandoverConsumeInput
+from svc.mesh_udp._coop_views import HandoverPublishInput as HandoverPublishInput
+from svc.mesh_udp._coop_views import HandoverView as HandoverView
+from svc.mesh_udp._coop_views import MeshEventsInput as MeshEventsInput
+from svc.mesh_udp._coop_views import MeshStateAnswer as MeshStateAnswer
+from svc.mesh_udp._coop_views import MeshVerifyReport as MeshVerifyReport
+from svc.mesh_udp._coop_views import PeerDetail as PeerDetail
+from svc.mesh_udp._coop_views import PeerInput as PeerInput
+from svc.mesh_udp._coop_views import PeerTree as PeerTree
+from svc.mesh_udp._coop_views import ReleaseInput as ReleaseInput
+from svc.mesh_udp._coop_views import ReviewAnswerInput as ReviewAnswerInput
+from svc.mesh_udp._coop_views import ReviewRequestInput as ReviewRequestInput
+from svc.mesh_udp._coop_views import ReviewWithdrawInput as ReviewWithdrawInput
+from svc.mesh_udp._coop_views import SessionCloseInput as SessionCloseInput
+from svc.mesh_udp._coop_views import SessionInput as SessionInput
+from svc.mesh_udp._coop_views import StateFilter as StateFilter
+from svc.mesh_udp._coop_views import Written as Written
+from svc.mesh_udp._cooperation import Cooperation as Cooperation
+from svc.mesh_udp._cooperation import board_session as board_session
 from svc.mesh_udp._core import REFUSAL_REASONS as REFUSAL_REASONS
 from svc.mesh_udp._core import Beacon as Beacon
 from svc.mesh_udp._core import Handled as Handled
@@ -25,11 +52,15 @@ from svc.mesh_udp._declaration import DeclarationReading as DeclarationReading
 from svc.mesh_udp._declaration import MeshDeclaration as MeshDeclaration
 from svc.mesh_udp._declaration import read_declaration as read_declaration
 from svc.mesh_udp._doctor import run_doctor as run_doctor
+from svc.mesh_udp._events import Event as Event
 from svc.mesh_udp._firewall import AdmitCommand as AdmitCommand
 from svc.mesh_udp._firewall import FirewallReport as FirewallReport
 from svc.mesh_udp._firewall import Host as Host
 from svc.mesh_udp._firewall import SystemHost as SystemHost
 from svc.mesh_udp._firewall import firewall_report as firewall_report
+from svc.mesh_udp._fold import fold as fold
+from svc.mesh_udp._handovers import materialize_handover as materialize_handover
+from svc.mesh_udp._handovers import read_handover as read_handover
 from svc.mesh_udp._identity import IdentityError as IdentityError
 from svc.mesh_udp._identity import IdentityReading as IdentityReading
 from svc.mesh_udp._identity import NodeIdentity as NodeIdentity
@@ -39,6 +70,10 @@ from svc.mesh_udp._identity import identity_path as identity_path
 from svc.mesh_udp._identity import read_identity as read_identity
 from svc.mesh_udp._identity import repository_id as repository_id
 from svc.mesh_udp._identity import runtime_id as runtime_id
+from svc.mesh_udp._journal import Journal as Journal
+from svc.mesh_udp._journal import JournalStore as JournalStore
+from svc.mesh_udp._links import Links as Links
+from svc.mesh_udp._mesh import NOT_RUNNING as NOT_RUNNING
 from svc.mesh_udp._mesh import Mesh as Mesh
 from svc.mesh_udp._mesh import start_mesh as start_mesh
 from svc.mesh_udp._net import DatagramSocket as DatagramSocket
@@ -64,48 +99,81 @@ from svc.mesh_udp._wire import check_envelope as check_envelope
 __all__ = [
     "DOMAIN_ENVELOPE",
     "DOMAIN_EVENT",
+    "NOT_RUNNING",
     "PROVIDER_IDS",
     "REFUSAL_REASONS",
     "AdmitCommand",
     "Beacon",
+    "ClaimInput",
+    "ClaimView",
+    "ConsumeAnswer",
+    "Cooperation",
+    "CooperationState",
+    "CooperationStatus",
     "DatagramSocket",
     "DeclarationReading",
     "DoctorCheck",
     "Envelope",
+    "Event",
+    "EventList",
     "FirewallReport",
     "Handled",
+    "HandoverConsumeInput",
+    "HandoverPublishInput",
+    "HandoverView",
     "Host",
     "IdentityError",
     "IdentityReading",
     "Interface",
+    "Journal",
+    "JournalStore",
+    "Links",
     "Mesh",
     "MeshCore",
     "MeshDeclaration",
     "MeshDoctorReport",
+    "MeshEventsInput",
     "MeshIdentity",
     "MeshIdentityReport",
+    "MeshStateAnswer",
     "MeshStatus",
+    "MeshVerifyReport",
     "Network",
     "NodeIdentity",
     "NodeList",
     "NodeRegistry",
     "NotCanonical",
     "Outcome",
+    "PeerDetail",
+    "PeerInput",
+    "PeerTree",
     "RegisterAnswer",
+    "ReleaseInput",
+    "ReviewAnswerInput",
+    "ReviewRequestInput",
+    "ReviewWithdrawInput",
+    "SessionCloseInput",
+    "SessionInput",
+    "StateFilter",
     "SystemHost",
     "SystemNetwork",
     "TrustState",
     "TrustStore",
+    "Written",
+    "board_session",
     "build_envelope",
     "canonical_json",
     "check_envelope",
     "create_identity",
     "display_path",
     "firewall_report",
+    "fold",
     "identity_path",
     "link_domain",
+    "materialize_handover",
     "node_id_of",
     "read_declaration",
+    "read_handover",
     "read_identity",
     "repository_id",
     "run_doctor",

@@ -8,8 +8,8 @@ move bytes; everything decided is decided here, so the protocol is tested withou
 What comes back: a first sighting (a new runtime, or a new instance of one) heard straight from the
 sender is answered with this runtime's envelope, sent to the datagram's source, so two runtimes find each
 other as soon as either announces; a `register` is answered with `register-answer` (this node's envelope
-and up to 32 present candidates, each verifiable on its own). Other link message types are handed to
-`link_handler` (cooperation, a later part) and counted `unexpected` while there is none.
+and up to 32 present candidates, each verifiable on its own). Other link message types (`hello`, `welcome`,
+`sync-*`, `refusal`) are handed to `link_handler` (cooperation) and counted `unexpected` while there is none.
 """
 
 from __future__ import annotations
@@ -167,6 +167,7 @@ class MeshCore:
         self.refusals: dict[str, int] = dict.fromkeys(REFUSAL_REASONS, 0)
         self.pending: dict[str, Pending] = {}
         self.link_handler: LinkHandler | None = None
+        self.link_oversized: Callable[[Address, float], None] | None = None
 
     def _refuse(self, reason: str) -> Outcome:
         self.refusals[reason] += 1
@@ -218,6 +219,8 @@ class MeshCore:
         """
         link = source == "direct"
         if len(data) > (MAX_LINK_BYTES if link else MAX_ENVELOPE_BYTES):
+            if link and origin is not None and self.link_oversized is not None:
+                self.link_oversized(origin, mono)
             return Handled(outcome=self._refuse("oversized"))
         obj = decode_object(data)
         if obj is None:

@@ -3,8 +3,10 @@
 Checks in order: `declaration`, `identity`, `trust`, `repository`, `udp`, `multicast`, `broadcast`,
 `protocol`, `link`, `firewall`, `runtime`. A failed check carries its impact and its remedy. "Off, as
 declared" passes, and so does "not decided in this process" (the runtime check of a process that does not
-serve the mesh). When the mesh is off the checks that need it on (repository, sockets, firewall) pass
-without probing anything. The socket probes bind, join and close at once; nothing is sent.
+serve the mesh). In the serving server `runtime` fails when the mesh is enabled but not active, when every
+provider failed, and when cooperation is enabled but does not run. When the mesh is off the checks that need
+it on (repository, sockets, firewall) pass without probing anything. The socket probes bind, join and close at
+once; nothing is sent.
 """
 
 from __future__ import annotations
@@ -288,6 +290,18 @@ def _runtime(reading: DeclarationReading, mesh: Mesh | None) -> DoctorCheck:
         failed = "; ".join(f"{s.id}: {s.detail}" for s in slots if s.state == "failed")
         return _fail("runtime", f"every provider failed ({failed or 'none runs'})", impact, remedy)
     running = ", ".join(s.id for s in slots if s.state == "running")
+    decl = reading.declaration
+    if decl is not None and decl.cooperation.enabled:
+        coop = mesh.cooperation
+        why = mesh.cooperation_reason() if coop is None else coop.reason
+        if coop is None or why is not None:
+            return _fail(
+                "runtime",
+                f"cooperation is enabled but does not run in this server: {why or 'not started'}",
+                "this runtime takes part in discovery only: no link, no claim, no handover reaches it",
+                "fix what the detail names (svc mesh doctor's repository check), then restart svc serve",
+            )
+        return _ok("runtime", f"active in this server; providers running: {running}; cooperation running")
     return _ok("runtime", f"active in this server; providers running: {running}")
 
 

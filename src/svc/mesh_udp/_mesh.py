@@ -13,7 +13,7 @@ import datetime as dt
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from svc._version import __version__
+from svc.layer import ensure_local_state
+from svc.mesh_udp._cooperation import Cooperation
 from svc.mesh_udp._core import Beacon, MeshCore
 from svc.mesh_udp._declaration import DeclarationReading, read_declaration
 from svc.mesh_udp._identity import (
@@ -81,6 +83,7 @@ class Mesh:
         wall: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         version: str = __version__,
+        state_dir: Path | None = None,
     ) -> None:
         self.reading = reading
         self.identity_file = identity_file
@@ -94,8 +97,12 @@ class Mesh:
         self.rng = rng or random.Random()
         self.version = version
         self.started_at: str | None = None
+        self.state_dir = state_dir
         self.core: MeshCore | None = None
         self.providers: ProviderSet | None = None
+        self.cooperation: Cooperation | None = None
+        #: The peer ids of the MCP sessions attached to this process (each projected as a `board-<peer>` session).
+        self.mcp_sessions: Callable[[], Collection[str]] = frozenset
         self._nursery: trio.Nursery | None = None
         self._sweeper: trio.CancelScope | None = None
         self._changed = trio.Event()
@@ -109,12 +116,13 @@ class Mesh:
         network: Network | None = None,
         wall: Callable[[], float] = time.time,
         rng: random.Random | None = None,
+        journal: bool = True,
     ) -> Mesh:
         """Read the declaration and, when it enables the mesh, the identity and the repository id.
 
         Blocking (file reads, `git`); `Mesh.open` runs it in a worker thread. `identity_file` True means the
         key file of the environment (`$XDG_STATE_HOME/svc/node.json`). A problem never raises: the mesh is
-        answered inactive with the reason.
+        answered inactive with the reason. `journal` False keeps the cooperation journal in memory only.
         """
         path = identity_path() if identity_file is True else (identity_file or None)
         reading = read_declaration(repo)
@@ -144,6 +152,7 @@ class Mesh:
             network=network,
             wall=wall,
             rng=rng,
+            state_dir=repo.layer / "local" / "state" / "mesh" if journal else None,
         )
 
     @classmethod
@@ -217,6 +226,7 @@ class Mesh:
         for pid in PROVIDER_IDS:
             await nursery.start(self.providers.supervise, self.providers.slots[pid])
         self._sweeper = await nursery.start(self._sweep)
+        await self._start_cooperation(nursery)
         states = ", ".join(f"{s.id} {s.state}" for s in self.providers.slots.values())
         _log.info(
             "svc: mesh: node %s (%s), runtime %s, link port %s; %s",
@@ -227,8 +237,74 @@ class Mesh:
             states,
         )
 
+    def cooperation_reason(self) -> str | None:
+        """Why cooperation does not run here (None when it may: the mesh is on and has a repository id)."""
+        if self.reason is not None:
+            return self.reason
+        decl = self.reading.declaration
+        if decl is not None and not decl.cooperation.enabled:
+            return "off, as declared (cooperation.enabled: false)"
+        if self.repository is None or self.repository.id is None:
+            detail = self.repository.detail if self.repository is not None else "no repository id"
+            return f"no repository id: {detail}"
+        return None
+
+    async def _start_cooperation(self, nursery: trio.Nursery) -> None:
+        decl, core, providers = self.reading.declaration, self.core, self.providers
+        if self.cooperation_reason() is not None or decl is None or core is None or providers is None:
+            return
+        assert self.identity is not None
+        assert self.runtime is not None
+        assert self.repository is not None
+        assert self.repository.id is not None
+        identity, stream = self.identity, f"{self.identity.node_id}-{self.runtime}-{self.instance}"
+        state_dir = self.state_dir
+        opening = partial(
+            Cooperation.open_journal,
+            identity,
+            stream=stream,
+            repository=self.repository.id,
+            trust=core.trust,
+            expiry=float(decl.cooperation.expiry_seconds),
+            state_dir=state_dir,
+        )
+        if state_dir is None:
+            journal = opening()
+        else:
+            await trio.to_thread.run_sync(ensure_local_state, state_dir.parent.parent)
+            journal = await trio.to_thread.run_sync(opening)
+        link_slot = providers.slots["link"]
+
+        async def send(data: bytes, address: tuple[str, int]) -> bool:
+            return await providers.send_link(data, address, link_slot)
+
+        cooperation = Cooperation(
+            identity,
+            instance=self.instance,
+            runtime=self.runtime,
+            repository=self.repository,
+            settings=decl.cooperation,
+            trust=core.trust,
+            registry=core.registry,
+            send=send,
+            resolve=self.network.resolve,
+            endpoints=lambda: list(core.beacon.endpoints),
+            journal=journal,
+            version=self.version,
+            wall=self.wall,
+            sessions=lambda: self.mcp_sessions(),
+        )
+        core.link_handler = cooperation.on_link
+        core.link_oversized = cooperation.on_oversized
+        if "cooperation" not in core.beacon.capabilities:
+            core.beacon.capabilities.append("cooperation")
+        self.cooperation = cooperation
+        await cooperation.start(nursery)
+
     def stop(self) -> None:
-        """Cancel every provider task and the sweeper."""
+        """Cancel every provider task, the sweeper and cooperation."""
+        if self.cooperation is not None:
+            self.cooperation.stop()
         if self.providers is not None:
             for slot in self.providers.slots.values():
                 if slot.scope is not None:

@@ -77,14 +77,22 @@ class McpAttachments:
     stdio: int = 0
     bridged: int = 0
     http: int = 0
+    #: The peer ids of the attached sessions that have one (how many sessions hold each).
+    peers: dict[str, int] = field(default_factory=dict)
 
-    def attach(self, transport: str) -> None:
-        """One more session on `transport` (`stdio`, `bridged` or `http`)."""
+    def attach(self, transport: str, peer: str | None = None) -> None:
+        """One more session on `transport` (`stdio`, `bridged` or `http`), with its peer id when known."""
         setattr(self, transport, getattr(self, transport) + 1)
+        if peer is not None:
+            self.peers[peer] = self.peers.get(peer, 0) + 1
 
-    def detach(self, transport: str) -> None:
+    def detach(self, transport: str, peer: str | None = None) -> None:
         """One session fewer on `transport`."""
         setattr(self, transport, max(0, getattr(self, transport) - 1))
+        if peer is not None and peer in self.peers:
+            self.peers[peer] -= 1
+            if self.peers[peer] <= 0:
+                del self.peers[peer]
 
 
 @dataclass(slots=True)
