@@ -1,7 +1,9 @@
 """Every example of every builtin HTTP operation, over a real server.
 
 Readers and process-state commands answer 200 with a body of their declared output type. Examples waived
-as `transient_state` name an execution that only exists at run time: they answer 200 once one exists.
+as `transient_state` name an execution that only exists at run time: they answer 200 once one exists. The mesh's
+cooperation writes (also waived as `transient_state`) answer the status their examples declare: svc's own
+checkout declares no mesh, so they are refused `not_active` (or invalid without a session).
 Repository writers answer 403 over HTTP (and write nothing), directly or through `executions.start`.
 """
 
@@ -26,8 +28,22 @@ from tests.api._wire import assert_error
 NEEDS_AN_EXECUTION = frozenset({"executions.get", "executions.events", "executions.cancel"})
 #: Waived examples that run as they are (a reporter's first batch creates the execution it reports).
 TRANSIENT_AS_IS = frozenset({"executions.report"})
-#: Waived as an external dependency: they read the host and answer 200 whatever it holds.
-EXTERNAL_AS_IS = frozenset({"mesh.firewall"})
+#: Waived as an external dependency: they read the host (or the network) and answer 200 whatever it holds.
+EXTERNAL_AS_IS = frozenset({"mesh.firewall", "mesh.verify"})
+#: Waived cooperation writes: on a server without the mesh they answer the (error) status their examples declare.
+DECLARED_AS_IS = frozenset(
+    {
+        "mesh.claim",
+        "mesh.release",
+        "mesh.session.open",
+        "mesh.session.close",
+        "mesh.handover.publish",
+        "mesh.handover.consume",
+        "mesh.review.request",
+        "mesh.review.answer",
+        "mesh.review.withdraw",
+    }
+)
 
 REGISTRY = builtin_registry()
 HTTP = [c for c in REGISTRY.capabilities if c.exposure.http is not None]
@@ -43,6 +59,7 @@ def waived(cap: Capability) -> bool:
 
 PLAIN = [c for c in HTTP if not c.writes_repository and (not waived(c) or c.id in TRANSIENT_AS_IS | EXTERNAL_AS_IS)]
 ON_AN_EXECUTION = [c for c in HTTP if c.id in NEEDS_AN_EXECUTION]
+DECLARED = [c for c in HTTP if c.id in DECLARED_AS_IS]
 WRITERS = [c for c in HTTP if c.writes_repository]
 
 
@@ -79,8 +96,10 @@ def test_every_http_operation_has_examples_and_a_place_here() -> None:
             assert cap.benchmark.reason == "external_dependency", cap.id
         elif waived(cap):
             assert cap.benchmark.reason == "transient_state", cap.id
-            assert cap.id in NEEDS_AN_EXECUTION | TRANSIENT_AS_IS, f"decide how {cap.id}'s examples run here"
-    assert {c.id for c in PLAIN + ON_AN_EXECUTION + WRITERS} == {c.id for c in HTTP}
+            assert cap.id in NEEDS_AN_EXECUTION | TRANSIENT_AS_IS | DECLARED_AS_IS, (
+                f"decide how {cap.id}'s examples run here"
+            )
+    assert {c.id for c in PLAIN + ON_AN_EXECUTION + DECLARED + WRITERS} == {c.id for c in HTTP}
     assert {c.id for c in ON_AN_EXECUTION} == NEEDS_AN_EXECUTION
 
 
@@ -90,6 +109,16 @@ async def test_every_example_answers_200(client: httpx.AsyncClient, cap: Capabil
     assert r.status_code == 200, r.text
     assert r.headers["content-type"] == "application/json"
     msgspec.json.decode(r.content, type=cap.output)
+
+
+@pytest.mark.parametrize(("cap", "example"), cases(DECLARED))
+async def test_every_cooperation_write_answers_its_declared_status_without_the_mesh(
+    client: httpx.AsyncClient, cap: Capability, example: Example
+) -> None:
+    r = await call(client, cap, example.input)
+    assert r.status_code == example.status, r.text
+    code = {400: "invalid_input", 422: "refused"}[example.status]
+    assert_error(r, example.status, code, "session is required" if example.status == 400 else "not_active: ")
 
 
 @pytest.mark.parametrize(("cap", "example"), cases(ON_AN_EXECUTION))

@@ -220,7 +220,8 @@ async def test_without_a_declaration_nothing_opens_and_every_answer_says_off(che
 def test_mcp_declarations_and_registry_facts() -> None:
     registry = builtin_registry()
     catalog = mcp_catalog(registry)
-    tools = {t.capability: t for t in catalog.tools if t.module == "mesh"}
+    discovery = {c.id for c in registry.capabilities if c.source_path == "src/svc/capabilities/_mesh.py"}
+    tools = {t.capability: t for t in catalog.tools if t.capability in discovery}
     assert {cid: t.name for cid, t in tools.items()} == {
         "mesh.doctor": "svc_mesh_doctor",
         "mesh.firewall": "svc_mesh_firewall",

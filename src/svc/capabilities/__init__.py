@@ -5,7 +5,17 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from svc.capabilities import _artifacts, _executions, _health, _introspection, _mcp, _mesh, _plan, _release
+from svc.capabilities import (
+    _artifacts,
+    _cooperation,
+    _executions,
+    _health,
+    _introspection,
+    _mcp,
+    _mesh,
+    _plan,
+    _release,
+)
 from svc.registry import build_registry as _build_registry
 
 if TYPE_CHECKING:
@@ -14,6 +24,8 @@ if TYPE_CHECKING:
 __all__ = ["builtin_capabilities", "builtin_modules", "builtin_registry"]
 
 _GROUPS = (_artifacts, _introspection, _executions, _health, _release, _plan, _mcp, _mesh)
+#: Every module that declares capabilities: the groups, and the mesh's cooperation (declared in the `mesh` module).
+_DECLARING = (*_GROUPS, _cooperation)
 
 
 def builtin_modules() -> tuple[Module, ...]:
@@ -23,7 +35,7 @@ def builtin_modules() -> tuple[Module, ...]:
 
 def builtin_capabilities() -> tuple[Capability, ...]:
     """Every builtin capability declaration."""
-    return tuple(cap for group in _GROUPS for cap in group.CAPABILITIES)
+    return tuple(cap for group in _DECLARING for cap in group.CAPABILITIES)
 
 
 @functools.cache

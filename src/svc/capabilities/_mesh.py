@@ -1,4 +1,7 @@
-"""`mesh.*` (discovery): status, identity, nodes, register, doctor and firewall.
+"""`mesh.*` (discovery): status, identity, nodes, register, doctor and firewall; the `mesh` module itself.
+
+The cooperation capabilities of the same module (claims, sessions, handovers, reviews, state, peers, events,
+verify) are declared in `_cooperation.py`.
 
 The mesh runs in the serving server (its `Mesh` component, started by `svc serve`); a process that does not
 serve it answers from the declaration and the key file alone, and says so. Everything is experimental,
@@ -39,7 +42,9 @@ MODULE = Module(
     title="Mesh",
     description=(
         "Runtimes of this repository on the network: this node's identity, signed UDP discovery (multicast, "
-        "broadcast, rendezvous, seeds), trust, the node registry, and the doctor and firewall reports."
+        "broadcast, rendezvous, seeds), trust, the node registry, and the doctor and firewall reports; and "
+        "cooperation: signed links to trusted runtimes, one replicated journal of sessions, claims on paths, "
+        "handovers and review requests, the peer tree and the folded state."
     ),
     stability="experimental",
 )

@@ -83,7 +83,12 @@ def _click_parameter(param: CliParameter, *, typed: bool) -> click.Parameter:
     elif typed:
         kind = {"integer": click.INT, "number": click.FLOAT}.get(param.kind, click.STRING)
     if param.positional:
-        return click.Argument([dest], type=kind, required=param.required, metavar=param.name)
+        nargs = -1 if param.multiple else 1
+        return click.Argument([dest], type=kind, required=param.required, metavar=param.name, nargs=nargs)
+    if param.sets is not None:
+        return click.Option([param.name, dest], flag_value=param.sets, default=None, help=param.help)
+    if param.multiple:
+        return click.Option([param.name, dest], type=kind, multiple=True, metavar=param.metavar, help=param.help)
     shown = "" if param.default is None else f" (default: {json.dumps(param.default)})"
     if param.kind == "boolean" and not param.negatable:
         return click.Option([param.name, dest], is_flag=True, default=False, help=param.help)
@@ -105,7 +110,10 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
         if ctx.invoked_subcommand is not None:
             return
         items = preset + [
-            (name, _text(value)) for name, value in values.items() if name in fields and value is not None
+            (name, _text(item))
+            for name, value in values.items()
+            if name in fields and value is not None
+            for item in (value if isinstance(value, tuple) else (value,))
         ]
         from svc.host import open_service
 
@@ -123,7 +131,7 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
             sys.stdout.buffer.write(body + b"\n")
             sys.stdout.flush()
         else:
-            click.echo(render(body), nl=False)
+            click.echo(render(body, capability=cap.id, tty=sys.stdout.isatty()), nl=False)
         if cap.cli_verdict is not None and msgspec.json.decode(body).get(cap.cli_verdict) is False:
             raise SystemExit(EXIT_REFUSED)
 

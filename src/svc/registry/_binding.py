@@ -2,7 +2,9 @@
 
 Text parameters (HTTP query strings, CLI options) are coerced by the schema type of the top-level property:
 integers (decimal), numbers and booleans (`true`/`false`) are parsed, everything else stays text. An unknown
-or repeated parameter is invalid input. `msgspec`'s own errors become `InvalidInput` here and nowhere else.
+or repeated parameter is invalid input, except a property that is an array: each of its values is one
+parameter, coerced by the array's item type (the command line's `svc mesh claim PATH...`; a GET input has no
+array, so a query string never repeats a parameter). `msgspec`'s own errors become `InvalidInput` here and nowhere else.
 In JSON (a body, MCP arguments, an execution's input) a number with no fractional part is an integer, as
 JSON Schema's `integer` says: `4242.0` is read as `4242` where an integer is declared.
 
@@ -22,7 +24,15 @@ import msgspec
 from svc._errors import InvalidInput
 from svc.registry._declaration import Capability
 
-__all__ = ["MAX_DEPTH", "decode_json", "decode_text", "decode_value", "input_problems", "text_kinds"]
+__all__ = [
+    "MAX_DEPTH",
+    "array_kinds",
+    "decode_json",
+    "decode_text",
+    "decode_value",
+    "input_problems",
+    "text_kinds",
+]
 
 TextKind = Literal["integer", "number", "boolean", "text"]
 _INT = re.compile(r"^[+-]?[0-9]+$")
@@ -47,6 +57,31 @@ def text_kinds(tp: type[msgspec.Struct]) -> dict[str, TextKind]:
     info = msgspec.inspect.type_info(tp)
     assert isinstance(info, msgspec.inspect.StructType)
     return {fld.encode_name: _kind(fld.type) for fld in info.fields}
+
+
+@functools.cache
+def array_kinds(tp: type[msgspec.Struct]) -> dict[str, TextKind]:
+    """The top-level properties of `tp` that are arrays (optional or not), each with how an item is read."""
+    info = msgspec.inspect.type_info(tp)
+    assert isinstance(info, msgspec.inspect.StructType)
+    out: dict[str, TextKind] = {}
+    for fld in info.fields:
+        item = _array_item(fld.type)
+        if item is not None:
+            out[fld.encode_name] = _kind(item)
+    return out
+
+
+def _array_item(tp: msgspec.inspect.Type) -> msgspec.inspect.Type | None:
+    """The item type of an array type (through metadata and an optional null), or None."""
+    if isinstance(tp, msgspec.inspect.Metadata):
+        tp = tp.type
+    union = tp.types if isinstance(tp, msgspec.inspect.UnionType) else (tp,)
+    members = [m.type if isinstance(m, msgspec.inspect.Metadata) else m for m in union]
+    rest = [m for m in members if not isinstance(m, msgspec.inspect.NoneType)]
+    if len(rest) == 1 and isinstance(rest[0], msgspec.inspect.ListType | msgspec.inspect.VarTupleType):
+        return rest[0].item_type
+    return None
 
 
 def _kind(tp: msgspec.inspect.Type) -> TextKind:
@@ -231,12 +266,16 @@ def input_problems(cap: Capability, value: Any) -> list[str]:
 def decode_text(cap: Capability, items: Iterable[tuple[str, str]]) -> msgspec.Struct:
     """Decode text parameters (query string, CLI options) into the capability's input."""
     kinds = text_kinds(cap.input)
+    arrays = array_kinds(cap.input)
     values: dict[str, Any] = {}
     for name, text in items:
         kind = kinds.get(name)
         if kind is None:
             known = ", ".join(sorted(kinds)) or "none"
             raise InvalidInput(f"unknown parameter '{name}' (parameters of {cap.id}: {known})")
+        if name in arrays:
+            values.setdefault(name, []).append(_coerce(name, arrays[name], text))
+            continue
         if name in values:
             raise InvalidInput(f"parameter '{name}' is given more than once")
         values[name] = _coerce(name, kind, text)

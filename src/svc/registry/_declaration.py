@@ -214,10 +214,20 @@ class Capability:
     @property
     def cli_usage(self) -> str | None:
         """How a person runs it on the command line (`svc plan start|verify|done ISSUE`), or None."""
+        from svc.registry._binding import array_kinds
+
         presets = self.exposure.cli_presets
         fixed = set(presets[0].input) if presets else set()
-        required = [f.encode_name for f in msgspec.structs.fields(self.input) if f.required]
-        names = [name.upper() for name in required if name not in fixed]
+        arrays = array_kinds(self.input)
+        info = msgspec.inspect.type_info(self.input)
+        assert isinstance(info, msgspec.inspect.StructType)
+        names = []
+        for fld in info.fields:
+            if not fld.required or fld.encode_name in fixed:
+                continue
+            extra = (fld.type.extra or {}) if isinstance(fld.type, msgspec.inspect.Metadata) else {}
+            name = str(extra.get("metavar", fld.encode_name.upper()))
+            names.append(name + ("..." if fld.encode_name in arrays else ""))
         if presets:
             words = [*presets[0].words[:-1], "|".join(p.words[-1] for p in presets)]
         elif self.exposure.cli:

@@ -6,6 +6,12 @@ command's from the capability's input, an infrastructure command's (`generate`, 
 other field an option `--name` (underscores become dashes) whose help is the field's description. A boolean is
 a `--name/--no-name` flag on a capability command (absent means "not given", as over HTTP) and a switch
 `--name` on an infrastructure command. Capability commands add `--json`.
+
+A field's metadata may say more (`Meta(extra=...)`): `metavar` names its value (`KEY` for a positional
+argument, `JSON` for an option); `switch` makes an optional field a switch `--<value>` that sets it to that
+value (`svc mesh claim --advisory` sets `mode` to `advisory`; absent means "not given"), `switch_help` being
+its help. An array field takes each value as one item: a positional array is the last argument and takes one
+or more (`PATH...`), an optional one is an option given once per item.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any, Literal
 import msgspec
 from msgspec import inspect as mi
 
-from svc.registry._binding import text_kinds
+from svc.registry._binding import array_kinds, text_kinds
 from svc.registry._declaration import Capability
 from svc.registry._registry import Registry
 from svc.surfaces._commands import INFRASTRUCTURE, InfrastructureCommand, SvcOptions
@@ -29,7 +35,9 @@ ParameterKind = Literal["integer", "number", "boolean", "text", "directory"]
 class CliParameter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One argument or option of a command.
 
-    `negatable` booleans are `--name/--no-name`; other booleans are switches, off unless given.
+    `negatable` booleans are `--name/--no-name`; other booleans are switches, off unless given; a switch with
+    `sets` sets its field to that value. A `multiple` parameter takes one value per item of an array field
+    (a positional one takes one or more).
     """
 
     name: str
@@ -38,6 +46,8 @@ class CliParameter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     positional: bool = False
     required: bool = False
     negatable: bool = False
+    multiple: bool = False
+    sets: str | None = None
     choices: list[str] | None = None
     default: Any = None
     metavar: str | None = None
@@ -70,12 +80,18 @@ def struct_parameters(
     """The parameters of a command whose values decode into `tp` (fields in `fixed` excepted).
 
     With `switches`, a boolean is a switch `--name`, which must default to false; without, `--name/--no-name`.
+
+    Raises:
+        TypeError: a switch that does not default to false, a `switch` on a required field, or a positional
+            array that is not the last positional argument.
     """
     info = mi.type_info(tp)
     assert isinstance(info, mi.StructType)
     kinds = text_kinds(tp)
+    arrays = array_kinds(tp)
     skip = set(fixed)
     out: list[CliParameter] = []
+    positional_array = False
     for fld in info.fields:
         name = fld.encode_name
         if name in skip:
@@ -83,20 +99,34 @@ def struct_parameters(
         meta = fld.type if isinstance(fld.type, mi.Metadata) else None
         described = (meta.extra_json_schema or {}) if meta is not None else {}
         extra = (meta.extra or {}) if meta is not None else {}
-        kind: ParameterKind = extra.get("kind", kinds[name])
+        multiple = name in arrays
+        kind: ParameterKind = extra.get("kind", arrays[name] if multiple else kinds[name])
         literal = _non_null(meta.type if meta is not None else fld.type)
         choices = [str(v) for v in literal.values] if isinstance(literal, mi.LiteralType) else None
         common: dict[str, Any] = {
             "field": name,
             "kind": kind,
             "choices": choices,
-            "metavar": extra.get("metavar"),
+            "multiple": multiple,
             "help": str(described.get("description", "")),
         }
         if fld.required:
-            out.append(CliParameter(name=name.upper(), positional=True, required=True, **common))
+            if "switch" in extra:
+                raise TypeError(f"{tp.__name__}.{name}: a required field cannot be a switch")
+            if positional_array:
+                raise TypeError(f"{tp.__name__}.{name}: a positional array must be the last positional argument")
+            positional_array = multiple
+            shown = str(extra.get("metavar", name.upper())) + ("..." if multiple else "")
+            out.append(CliParameter(name=shown, positional=True, required=True, **common))
             continue
+        common["metavar"] = extra.get("metavar")
         default = _default(fld)
+        if "switch" in extra:
+            value = str(extra["switch"])
+            shown_help = str(extra.get("switch_help", common["help"]))
+            switch = {**common, "kind": "boolean", "choices": None, "help": shown_help}
+            out.append(CliParameter(name=f"--{value}", sets=value, **switch))
+            continue
         flag = "--" + name.replace("_", "-")
         if kind == "boolean" and switches:
             if default is not False:

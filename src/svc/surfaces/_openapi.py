@@ -98,7 +98,8 @@ def _operation(registry: Registry, cap: Capability) -> dict[str, Any]:
         op["parameters"] = _parameters(registry, cap)
     else:
         op["requestBody"] = {
-            "required": True,
+            # A blank body is read as `{}`: it is a complete request exactly when no field is required.
+            "required": any(f.required for f in msgspec.structs.fields(cap.input)),
             "content": {
                 "application/json": {
                     "schema": registry.schemas.ref(cap.input),
