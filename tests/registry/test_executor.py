@@ -151,6 +151,18 @@ async def test_generation_cache_is_kept_until_the_generation_changes(
     assert answer == {"value": 1, "calls": 2}
 
 
+async def test_a_process_cache_never_answers_across_a_generation_change(
+    harness: tuple[Executor, dict[str, Calls]],
+) -> None:
+    executor, calls = harness
+    await call(executor, "process", value=1)
+    await call(executor, "process", value=1)
+    assert calls["process"].count == 1
+    executor.runtime.generation.bump()
+    answer = await call(executor, "process", value=1)
+    assert answer == {"value": 1, "calls": 2}
+
+
 async def test_errors_are_never_cached(harness: tuple[Executor, dict[str, Calls]]) -> None:
     executor, calls = harness
     for _ in range(2):

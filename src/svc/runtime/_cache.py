@@ -1,7 +1,9 @@
 """Result caches: bounded, per capability, holding encoded answers so that hits are byte-identical.
 
 Only successful query answers are stored; errors and commands never are. Eviction is FIFO per capability;
-an expired TTL entry is removed on lookup; an entry of an older repository generation never hits.
+an expired TTL entry is removed on lookup; an entry of an older repository generation never hits, under
+either policy (`process` differs from `generation` by its optional TTL: it also holds answers that read
+svc's own state under `.ai/local/`, which moves no generation, for at most that long).
 """
 
 from __future__ import annotations
@@ -36,11 +38,11 @@ class ResultCache:
     def get(self, key: bytes, *, now: float, generation: int) -> bytes | None:
         """The stored answer for `key`, or None (expired and stale entries are dropped)."""
         entry = self._entries.get(key)
-        if entry is not None:
-            stale = self.policy.policy == "generation" and entry.generation != generation
-            if stale or (entry.expires is not None and now >= entry.expires):
-                del self._entries[key]
-                entry = None
+        if entry is not None and (
+            entry.generation != generation or (entry.expires is not None and now >= entry.expires)
+        ):
+            del self._entries[key]
+            entry = None
         if entry is None:
             self.misses += 1
             return None
