@@ -20,7 +20,8 @@ def index(checkout: Path) -> ObjectIndex:
 
 
 def test_every_kind_of_svcs_own_layer_is_indexed_with_its_identity(index: ObjectIndex) -> None:
-    assert set(index.kinds) >= {"context", "document", "issue", "milestone", "policy", "profile", "prompt", "rule"}
+    assert set(index.kinds) >= {"adr", "context", "issue", "milestone", "policy", "profile", "prompt", "rule"}
+    assert index.state == "ok", index.diagnostics
     issue = index.get("svc://issue/I0001")
     assert issue is not None
     assert (issue.id, issue.kind, issue.identity) == ("issue.I0001", "issue", "I0001")
@@ -53,8 +54,8 @@ def test_kinds_without_identity_fields_are_named_by_their_path(index: ObjectInde
     assert policy is not None
     assert policy.id == "policy..ai/repo/policy.yaml"
     adr = next(o for o in index.objects if o.source_class == "adr")
-    assert adr.kind == "document"
-    assert adr.uri == object_uri("document", adr.path)
+    assert adr.kind == "adr"
+    assert adr.uri == object_uri("adr", adr.path)
     assert adr.title is not None
     assert adr.title.startswith("HTTP is loopback-only")
 
@@ -95,11 +96,11 @@ def test_claims_are_one_object_per_member(tmp_path: Path) -> None:
     index = ObjectIndex.build(Repository.discover(root))
     fast = index.get("svc://claim/fast")
     assert fast is not None
-    assert (fast.title, fast.description, fast.member) == ("It is fast", "answers in a millisecond", "fast")
+    assert (fast.title, fast.description, fast.member) == ("It is fast", "answers in a millisecond", "claims.0")
+    assert fast.media_type == "application/json"
     assert index.get("svc://claim/small") is not None
-    assert (
-        index.read(fast, Repository.discover(root))
-        == b"id: fast\ntitle: It is fast\nstatement: answers in a millisecond\n"
+    assert index.read(fast, Repository.discover(root)) == (
+        b'{\n  "id": "fast",\n  "title": "It is fast",\n  "statement": "answers in a millisecond"\n}'
     )
 
 
@@ -125,13 +126,14 @@ def test_a_checkout_without_a_layer_has_no_object(tmp_path: Path) -> None:
     assert len(ObjectIndex.build(Repository.discover(tmp_path))) == 0
 
 
-def test_an_unparseable_record_is_still_an_object_named_by_path(tmp_path: Path) -> None:
+def test_an_unparseable_record_is_no_object_but_a_diagnostic(tmp_path: Path) -> None:
     root = make_checkout(tmp_path / "broken", git=False)
     (root / ".ai/repo/project/issues/I0001.yaml").write_text("id: [unclosed\n", encoding="utf-8")
     index = ObjectIndex.build(Repository.discover(root))
-    broken = index.get("svc://issue/.ai/repo/project/issues/I0001.yaml")
-    assert broken is not None
-    assert broken.title is None
+    assert index.get("svc://issue/.ai/repo/project/issues/I0001.yaml") is None
+    assert index.get("svc://issue/I0001") is None
+    assert [(d.code, d.path) for d in index.diagnostics] == [("malformed_yaml", ".ai/repo/project/issues/I0001.yaml")]
+    assert index.state == "degraded"
 
 
 @pytest.mark.parametrize(
@@ -171,6 +173,10 @@ def test_discovery_keeps_only_regular_files_of_the_checkout(tmp_path: Path) -> N
     assert ".ai/repo/rules/pipe.md" not in paths
     assert ".ai/repo/rules/passwd.md" not in paths
     assert any(p.startswith(".ai/repo/rules/") for p in paths)
+    assert {(d.code, d.path) for d in index.diagnostics} == {
+        ("not_a_file", ".ai/repo/rules/pipe.md"),
+        ("symlink", ".ai/repo/rules/passwd.md"),
+    }
 
 
 def test_titles_descriptions_and_tags_of_an_object_are_bounded(tmp_path: Path) -> None:

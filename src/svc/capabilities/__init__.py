@@ -7,12 +7,17 @@ from typing import TYPE_CHECKING
 
 from svc.capabilities import (
     _artifacts,
+    _continuity,
     _cooperation,
+    _directories,
+    _environment,
     _executions,
+    _graph,
     _health,
     _introspection,
     _mcp,
     _mesh,
+    _objects,
     _plan,
     _release,
 )
@@ -23,7 +28,21 @@ if TYPE_CHECKING:
 
 __all__ = ["builtin_capabilities", "builtin_modules", "builtin_registry"]
 
-_GROUPS = (_artifacts, _introspection, _executions, _health, _release, _plan, _mcp, _mesh)
+_GROUPS = (
+    _artifacts,
+    _introspection,
+    _executions,
+    _health,
+    _release,
+    _plan,
+    _mcp,
+    _mesh,
+    _continuity,
+    _graph,
+    _directories,
+    _objects,
+    _environment,
+)
 #: Every module that declares capabilities: the groups, and the mesh's cooperation (declared in the `mesh` module).
 _DECLARING = (*_GROUPS, _cooperation)
 

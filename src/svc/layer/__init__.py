@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+from svc.layer._continuity import ActiveTask as ActiveTask
+from svc.layer._continuity import Continuity as Continuity
+from svc.layer._continuity import ContinuityRecord as ContinuityRecord
+from svc.layer._continuity import ContinuityTallies as ContinuityTallies
+from svc.layer._continuity import OpenSession as OpenSession
+from svc.layer._continuity import continuity_state as continuity_state
+from svc.layer._directories import DirectoryReport as DirectoryReport
+from svc.layer._directories import DirectoryState as DirectoryState
+from svc.layer._directories import directory_report as directory_report
+from svc.layer._env_model import EnvironmentProvenance as EnvironmentProvenance
+from svc.layer._env_model import RepositoryEnvironment as RepositoryEnvironment
 from svc.layer._files import ensure_local_state as ensure_local_state
 from svc.layer._files import remove_stale_temps as remove_stale_temps
 from svc.layer._files import write_atomic as write_atomic
+from svc.layer._front import front_matter as front_matter
 from svc.layer._git import run_git as run_git
+from svc.layer._graphs import GRAPH_IDS as GRAPH_IDS
+from svc.layer._graphs import CapabilityFacts as CapabilityFacts
+from svc.layer._graphs import Graph as Graph
+from svc.layer._graphs import GraphList as GraphList
+from svc.layer._graphs import ModuleFacts as ModuleFacts
+from svc.layer._graphs import RegistryFacts as RegistryFacts
+from svc.layer._graphs import derive_graph as derive_graph
+from svc.layer._graphs import graph_list as graph_list
 from svc.layer._index import LayerIndex as LayerIndex
 from svc.layer._lease import Executable as Executable
 from svc.layer._lease import Lease as Lease
@@ -19,8 +39,11 @@ from svc.layer._lease import release_lease as release_lease
 from svc.layer._manifest import DEFAULT_SECTIONS as DEFAULT_SECTIONS
 from svc.layer._manifest import LayerReading as LayerReading
 from svc.layer._manifest import read_manifest as read_manifest
+from svc.layer._objects import IndexDiagnostic as IndexDiagnostic
 from svc.layer._objects import LayerObject as LayerObject
 from svc.layer._objects import ObjectIndex as ObjectIndex
+from svc.layer._objects import ObjectProvenance as ObjectProvenance
+from svc.layer._objects import Provenance as Provenance
 from svc.layer._objects import SourceClass as SourceClass
 from svc.layer._objects import object_uri as object_uri
 from svc.layer._read import MAX_FILE_BYTES as MAX_FILE_BYTES
@@ -40,16 +63,34 @@ from svc.layer._yaml import load_yaml as load_yaml
 
 __all__ = [
     "DEFAULT_SECTIONS",
+    "GRAPH_IDS",
     "MAX_FILE_BYTES",
+    "ActiveTask",
+    "CapabilityFacts",
+    "Continuity",
+    "ContinuityRecord",
+    "ContinuityTallies",
+    "DirectoryReport",
+    "DirectoryState",
+    "EnvironmentProvenance",
     "Executable",
     "GitState",
+    "Graph",
+    "GraphList",
+    "IndexDiagnostic",
     "LayerIndex",
     "LayerObject",
     "LayerReading",
     "Lease",
     "LeaseHeld",
+    "ModuleFacts",
     "ObjectIndex",
+    "ObjectProvenance",
+    "OpenSession",
+    "Provenance",
+    "RegistryFacts",
     "Repository",
+    "RepositoryEnvironment",
     "SourceClass",
     "Unreadable",
     "YamlAliases",
@@ -59,9 +100,14 @@ __all__ = [
     "check_repository_file",
     "checkout_id",
     "clip",
+    "continuity_state",
+    "derive_graph",
+    "directory_report",
     "discard_lease",
     "dump_yaml",
     "ensure_local_state",
+    "front_matter",
+    "graph_list",
     "load_yaml",
     "object_uri",
     "pid_alive",

@@ -1,43 +1,62 @@
-"""The objects of the layer: every file a source class discovers, with its `svc://<kind>/<identity>` URI.
+"""The objects of the layer: every file a source class discovers, read by its kind into `svc://` objects.
 
 Source classes come from `knowledge/sources.yaml` (LAYER §1): each names a `kind` and a `:(glob)` pathspec.
 Discovery lists tracked files with one `git ls-files`; outside a Git work tree (or when Git cannot answer)
 the same globs are walked on disk. Under `:(glob)` a `*` never crosses a `/` and `**` spans directories.
 Without a `sources.yaml` the layer's own sections are the classes (policy, scope, profiles, rules, prompts,
-milestones, issues). Context documents (`README.md` files under `.ai/` that carry `schema: context/v1` front
-matter) are objects of kind `context` in every layer.
+milestones, issues); svc's packaged classes for `adr`, `use-case`, `deployment` and `release-record` apply
+whenever the repository declares no class of that kind. A path two classes match belongs to the first.
+Context documents (files the manifest names in `context.documents`, under `.ai/`) must carry the context
+contract (`schema: context/v1`): they are objects of kind `context`, whichever class found them.
 
-An object's identity is the kind's identity fields joined by `@` (`rule`: `id@version`; `milestone`,
-`issue`, `context`, `claim`: `id`; `prompt`, `profile`: `name`), or its repository-relative path when the
-kind has none or the file does not carry them (slashes kept, other reserved characters percent-encoded).
-Its id is `<kind>.<identity>` and its URI `svc://<kind>/<identity>`. The index is a pure reading of the
-files: it never writes, and a file that cannot be read or parsed is still an object, identified by path.
-Files are read under the reading rule (`read_repository_file`): discovery keeps only regular files whose
-real path stays inside the checkout (a FIFO, a device or a symlink leaving it is no object), a file over
-4 MiB is an object identified by path, and titles and descriptions are cut at 1,000 characters.
+Each file is read by its kind's spec (`kinds.yaml`, see `svc.layer._kinds`): Markdown front matter or a YAML
+mapping becomes the object's `metadata` (keys in file order), checked against the kind's JSON Schema and
+version pin; its identity fields, joined by `@`, name it (`svc://rule/<id>@<version>`), or its
+repository-relative path when the kind names none. Identities are percent-encoded as RFC 3986 path segments
+(`@`, `:` and `/` stay literal); lookups accept the decoded form too. A collection file (`members`) gives one
+object per item of its list. A file that cannot be read, or whose content breaks its kind's rules, is no
+object: it is one diagnostic (codes of LAYER-OPS §1.2). Two objects claiming one URI are both excluded.
+
+The index is a pure reading of the files: it never writes. Files are read under the reading rule
+(`read_repository_file`): symlinks, FIFOs, devices, files over 4 MiB and non-UTF-8 files are refused, and
+titles and descriptions are cut at 1,000 characters. It carries a fingerprint: SHA-256 over every object, in
+URI order, of its path, a NUL byte, its content and a line feed.
 """
 
 from __future__ import annotations
 
-import mimetypes
+import hashlib
 import os
+import posixpath
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
-from urllib.parse import quote
+from typing import Any, Literal
+from urllib.parse import quote, unquote
 
 import msgspec
 
 from svc.layer._git import run_git
-from svc.layer._manifest import read_manifest
-from svc.layer._read import check_repository_file, clip, read_repository_file
+from svc.layer._kinds import KindSchema, KindSpec, load_kind_schema
+from svc.layer._manifest import LayerReading, read_manifest
+from svc.layer._read import MAX_FILE_BYTES, check_repository_file, clip, read_repository_file
 from svc.layer._repository import Repository
-from svc.layer._yaml import YamlError, dump_yaml, load_yaml
+from svc.layer._yaml import YamlError, load_yaml
 
-__all__ = ["LayerObject", "ObjectIndex", "SourceClass", "glob_regex", "object_uri"]
+__all__ = [
+    "IndexDiagnostic",
+    "LayerObject",
+    "ObjectIndex",
+    "ObjectProvenance",
+    "Provenance",
+    "SourceClass",
+    "encode_identity",
+    "glob_regex",
+    "object_uri",
+]
 
 URI_SCHEME = "svc://"
 #: The classes of a layer without `knowledge/sources.yaml` (paths relative to `.ai/`).
@@ -50,21 +69,15 @@ _DEFAULT_CLASSES: tuple[tuple[str, str, str], ...] = (
     ("milestone", "milestone", "repo/project/milestones/*.yaml"),
     ("issue", "issue", "repo/project/issues/*.yaml"),
 )
-_MEDIA: dict[str, str] = {
-    "rule": "text/markdown",
-    "prompt": "text/markdown",
-    "document": "text/markdown",
-    "context": "text/markdown",
-    "profile": "application/yaml",
-    "policy": "application/yaml",
-    "scope": "application/yaml",
-    "milestone": "application/yaml",
-    "issue": "application/yaml",
-    "claim": "application/yaml",
-    "implementation": "text/plain",
-    "test": "text/plain",
-}
-_FRONT_MATTER = re.compile(rb"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+#: svc's packaged classes, each added when the repository declares no class of its kind (paths under `.ai/`).
+_PACKAGED_CLASSES: tuple[tuple[str, str, str], ...] = (
+    ("adr", "adr", "repo/adrs/*.md"),
+    ("use-case", "use-case", "repo/use-cases/*.md"),
+    ("deployment", "deployment", "repo/deployments/*.yaml"),
+    ("release-record", "release-record", "repo/releases/*.yaml"),
+)
+_FRONT_OPEN = re.compile(r"\A---[ \t]*\r?\n")
+_FRONT_CLOSE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.M)
 _HEADING = re.compile(r"^#[ \t]+(\S.*)$", re.M)
 _GIT_SECONDS = 10.0
 _SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache"})
@@ -72,22 +85,77 @@ _SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__", ".myp
 _NOT_YAML = (YamlError, ValueError, TypeError, RecursionError)
 #: The longest title or description an object carries.
 _TEXT_LIMIT = 1000
+#: RFC 3986 `pchar` beyond the unreserved characters: kept literal in an identity.
+_PCHAR = "!$&'()*+,;=:@/"
+_BAD_IDENTITY = re.compile(r"[/@\s]")
+_JSON = msgspec.json.Encoder()
+
+Severity = Literal["error", "warning"]
+
+
+class ObjectProvenance(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Where an object was read from.
+
+    `path` is the repository-relative file, `directory` its folder (`.` for the root), `source_class` the class
+    that found it, `section` the manifest section the path falls under, `bytes` the size of the file's UTF-8
+    text, and `member` (`<list>.<index>`) the item of a collection file the object is.
+    """
+
+    path: str
+    directory: str
+    source_class: str
+    section: str | None = None
+    bytes: int
+    member: str | None = None
+
+
+class IndexDiagnostic(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A finding of building the index: an excluded file (`error`) or a note (`warning`)."""
+
+    severity: Severity
+    code: str
+    path: str
+    message: str
+    member: str | None = None
 
 
 class LayerObject(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One object of the layer: where it comes from and how it is named."""
+    """One object of the layer: how it is named, what its file says, and where it comes from.
+
+    `metadata` is the parsed front matter (Markdown), the whole mapping (YAML) or the item (a collection
+    member), keys in file order; `content` is the file's text as read, or the item as pretty-printed JSON.
+    """
 
     uri: str
     id: str
     kind: str
     identity: str
-    path: str
-    media_type: str
-    source_class: str
     title: str | None = None
     description: str | None = None
     tags: tuple[str, ...] = ()
-    member: str | None = None
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    provenance: ObjectProvenance
+    media_type: str
+    content: str = ""
+
+    @property
+    def path(self) -> str:
+        """The repository-relative path of the object's file."""
+        return self.provenance.path
+
+    @property
+    def member(self) -> str | None:
+        """`<list>.<index>` for a member of a collection file, else None."""
+        return self.provenance.member
+
+    @property
+    def source_class(self) -> str:
+        """The source class that found the object's file."""
+        return self.provenance.source_class
+
+
+#: The name the index's API notes use for `ObjectProvenance`.
+Provenance = ObjectProvenance
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +166,11 @@ class SourceClass:
     kind: str
     pattern: str
     required: bool = False
+
+
+def encode_identity(text: str) -> str:
+    """`text` as an RFC 3986 path segment run: reserved characters percent-encoded, `@`, `:` and `/` kept."""
+    return quote(text, safe=_PCHAR)
 
 
 def object_uri(kind: str, identity: str) -> str:
@@ -138,59 +211,84 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 class ObjectIndex:
-    """Every object of one checkout's layer, in URI byte order, with lookups by URI and kind."""
+    """Every object of one checkout's layer, in URI byte order, with lookups by URI and kind.
 
-    def __init__(self, objects: Iterable[LayerObject], classes: Iterable[SourceClass] = ()) -> None:
+    `diagnostics` names every file left out (errors) and every note (warnings); `state` is `degraded` when
+    any diagnostic is an error, else `ok`; `fingerprint` is the SHA-256 of the objects served.
+    """
+
+    def __init__(
+        self,
+        objects: Iterable[LayerObject],
+        classes: Iterable[SourceClass] = (),
+        *,
+        diagnostics: Iterable[IndexDiagnostic] = (),
+        kinds: KindSchema | None = None,
+    ) -> None:
         unique: dict[str, LayerObject] = {}
         for obj in objects:
             unique.setdefault(obj.uri, obj)
-        self.objects: tuple[LayerObject, ...] = tuple(sorted(unique.values(), key=lambda o: o.uri.encode()))
+        self.objects: tuple[LayerObject, ...] = tuple(sorted(unique.values(), key=lambda o: o.uri))
         self.by_uri: Mapping[str, LayerObject] = MappingProxyType({o.uri: o for o in self.objects})
-        self.kinds: tuple[str, ...] = tuple(sorted({o.kind for o in self.objects}))
+        grouped: dict[str, list[LayerObject]] = {}
+        for obj in self.objects:
+            grouped.setdefault(obj.kind, []).append(obj)
+        self.by_kind: Mapping[str, tuple[LayerObject, ...]] = MappingProxyType(
+            {k: tuple(v) for k, v in sorted(grouped.items())}
+        )
+        self.kinds: tuple[str, ...] = tuple(self.by_kind)
         self.classes: tuple[SourceClass, ...] = tuple(classes)
+        self.diagnostics: tuple[IndexDiagnostic, ...] = tuple(
+            sorted(diagnostics, key=lambda d: (d.path, d.member or "", d.code, d.message))
+        )
+        self.state: Literal["ok", "degraded"] = (
+            "degraded" if any(d.severity == "error" for d in self.diagnostics) else "ok"
+        )
+        self.kind_specs: Mapping[str, KindSpec] = kinds.kinds if kinds is not None else MappingProxyType({})
+        self._decoded: dict[str, str] | None = None
+        self._fingerprint: str | None = None
 
     def __len__(self) -> int:
         return len(self.objects)
 
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 (hex) over every object in URI order: its path, a NUL byte, its content, a line feed."""
+        if self._fingerprint is None:
+            digest = hashlib.sha256()
+            for obj in self.objects:
+                digest.update(obj.provenance.path.encode())
+                digest.update(b"\0")
+                digest.update(obj.content.encode())
+                digest.update(b"\n")
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
+
     def get(self, uri: str) -> LayerObject | None:
-        """The object with this URI, or None."""
-        return self.by_uri.get(uri)
+        """The object with this URI (as served, or with its identity percent-decoded), or None."""
+        found = self.by_uri.get(uri)
+        if found is not None:
+            return found
+        if self._decoded is None:
+            self._decoded = {unquote(o.uri): o.uri for o in self.objects}
+        served = self._decoded.get(unquote(uri))
+        return self.by_uri.get(served) if served is not None else None
+
+    def of_kind(self, kind: str) -> tuple[LayerObject, ...]:
+        """The objects of `kind` in URI order (empty when the index holds none)."""
+        return self.by_kind.get(kind, ())
+
+    def read(self, obj: LayerObject, repo: Repository | None = None) -> bytes:
+        """The object's content as served: its file's text as read, or its item as JSON for a member."""
+        return obj.content.encode()
 
     @classmethod
     def build(cls, repo: Repository) -> ObjectIndex:
-        """Discover and read every object of `repo` (nothing when the layer is absent or refused)."""
+        """Discover and read every object of `repo` (nothing when the layer is absent or refused). Blocking."""
         reading = read_manifest(repo)
         if not repo.has_layer or not reading.usable:
             return cls(())
-        classes = source_classes(repo, reading.sections)
-        paths = _discover(repo, [c.pattern for c in classes])
-        objects: list[LayerObject] = []
-        for source in classes:
-            regex = glob_regex(source.pattern)
-            for path in paths:
-                if regex.match(path):
-                    objects.extend(_objects_of(repo, source, path))
-        documents = set(reading.context_documents)
-        for path in _walk(repo, ".ai"):
-            if path.rsplit("/", 1)[-1] in documents:
-                context = _context_object(repo, path)
-                if context is not None:
-                    objects.append(context)
-        return cls(objects, classes)
-
-    def read(self, obj: LayerObject, repo: Repository) -> bytes:
-        """The object's content: its file's bytes, or the YAML of its member for a collection file.
-
-        Raises:
-            OSError: the file cannot be read any more, or the reading rule refuses it (`Unreadable`).
-        """
-        data = read_repository_file(repo.root, Path(obj.path))
-        if obj.member is None:
-            return data
-        for member in _claim_members(data):
-            if str(member.get("id")) == obj.member:
-                return dump_yaml(member).encode()
-        raise FileNotFoundError(f"{obj.path} no longer holds {obj.member}")
+        return _Builder(repo, reading).build()
 
 
 def source_classes(repo: Repository, sections: Mapping[str, str]) -> list[SourceClass]:
@@ -221,21 +319,506 @@ def source_classes(repo: Repository, sections: Mapping[str, str]) -> list[Source
     return [SourceClass(id=cid, kind=kind, pattern=f".ai/{pattern}") for cid, kind, pattern in _DEFAULT_CLASSES]
 
 
+def _packaged_classes(declared: list[SourceClass], layer: str) -> list[SourceClass]:
+    kinds = {c.kind for c in declared}
+    return [
+        SourceClass(id=cid, kind=kind, pattern=f"{layer}/{p}")
+        for cid, kind, p in _PACKAGED_CLASSES
+        if kind not in kinds
+    ]
+
+
+class _Scope:
+    """The scope's allow-list and deny-list (`scope.yaml` `in` and `out`): which discovered files are read."""
+
+    def __init__(self, inside: list[str] | None, outside: list[str]) -> None:
+        self._inside = None if inside is None else _pattern(inside)
+        self._outside = _pattern(outside)
+
+    def admits(self, path: str) -> bool:
+        if self._outside is not None and self._outside.match(path):
+            return False
+        return self._inside is None or self._inside.match(path) is not None
+
+    @classmethod
+    def read(cls, repo: Repository, reading: LayerReading, layer: str) -> _Scope:
+        local = f"{layer}/local/"
+        rel = f"{layer}/{reading.sections.get('scope', 'repo/scope.yaml')}"
+        try:
+            data = load_yaml(read_repository_file(repo.root, Path(rel)))
+        except (OSError, *_NOT_YAML):
+            data = None
+        if not isinstance(data, dict):
+            return cls(None, [local])
+        inside = data.get("in")
+        entries = [str(e) for e in inside if isinstance(e, str)] if isinstance(inside, list) and inside else None
+        out = data.get("out")
+        denied = [local]
+        groups = [out] if isinstance(out, list) else [out, *out.values()] if isinstance(out, dict) else []
+        for group in groups:
+            paths = group if isinstance(group, list) else group.get("paths") if isinstance(group, dict) else None
+            if isinstance(paths, list):
+                denied.extend(str(p) for p in paths if isinstance(p, str))
+        return cls(entries, denied)
+
+
+def _pattern(entries: list[str]) -> re.Pattern[str] | None:
+    """One expression matching a path any entry names: a glob, a directory (`dir/`) or a path and its subtree."""
+    parts: list[str] = []
+    for raw in entries:
+        entry = raw.removeprefix(":(glob)").removeprefix("./")
+        if any(ch in entry for ch in "*?["):
+            parts.append(glob_regex(entry.rstrip("/")).pattern.removesuffix(r"\Z") + r"(?:/.*)?\Z")
+        elif entry.endswith("/"):
+            parts.append(re.escape(entry) + ".*")
+        elif entry:
+            parts.append(re.escape(entry) + r"(?:/.*)?\Z")
+    return re.compile("|".join(f"(?:{p})" for p in parts), re.S) if parts else None
+
+
+_Key = tuple[str, str, str, bytes]
+
+
+@dataclass(slots=True)
+class _Read:
+    """What reading one file gave: its objects, and its diagnostics."""
+
+    objects: list[LayerObject]
+    diagnostics: list[IndexDiagnostic]
+
+
+#: Per checkout root: the reading token of its last build and what each file's reading gave.
+_READINGS: dict[str, tuple[Any, dict[_Key, _Read]]] = {}
+
+
+class _Builder:
+    """One build of the index over one checkout."""
+
+    def __init__(self, repo: Repository, reading: LayerReading) -> None:
+        self.repo = repo
+        self.reading = reading
+        self.layer = repo.relative(repo.layer)
+        knowledge = f"{self.layer}/{reading.sections.get('knowledge', 'repo/knowledge')}"
+        self.schema = load_kind_schema(repo.root, knowledge)
+        sections = [(f"{self.layer}/{p}".rstrip("/"), name) for name, p in reading.sections.items()]
+        self.sections = sorted(sections, key=lambda s: -len(s[0]))
+        self.documents = frozenset(reading.context_documents)
+        self.reader = _Reader(repo)
+        #: What reading each file gave in the last build of this checkout, by (class, kind, path, digest):
+        #: a rebuild re-reads every file but parses only those whose bytes changed.
+        self.token = (self.schema.token, tuple(sorted(reading.sections.items())), tuple(sorted(self.documents)))
+        held = _READINGS.get(str(repo.root))
+        self.previous: dict[_Key, _Read] = held[1] if held is not None and held[0] == self.token else {}
+        self.used: dict[_Key, _Read] = {}
+
+    def build(self) -> ObjectIndex:
+        repo = self.repo
+        declared = source_classes(repo, self.reading.sections)
+        classes = [*declared, *_packaged_classes(declared, self.layer)]
+        diagnostics = [
+            IndexDiagnostic(severity=p.severity, code=p.code, path=p.path, message=p.message)
+            for p in self.schema.problems
+        ]
+        paths = _discover(repo, [c.pattern for c in classes])
+        regexes = [(c, glob_regex(c.pattern)) for c in classes]
+        claimed: dict[str, SourceClass] = {}
+        for path in paths:
+            for source, regex in regexes:
+                if regex.match(path):
+                    claimed[path] = source
+                    break
+        context = SourceClass(id="context", kind="context", pattern=f"{self.layer}/**")
+        for path in _walk(repo, self.layer, admissible_only=False):
+            if path.rsplit("/", 1)[-1] in self.documents and path not in claimed:
+                claimed[path] = context
+        scope = _Scope.read(repo, self.reading, self.layer)
+        objects: list[LayerObject] = []
+        for path in sorted(claimed):
+            source = claimed[path]
+            if not scope.admits(path):
+                diagnostics.append(_diag("out_of_scope", path, f"{path} is outside the scope; not read", "warning"))
+                continue
+            done = self.read_file(path, source)
+            objects.extend(done.objects)
+            diagnostics.extend(done.diagnostics)
+        by_uri: dict[str, list[LayerObject]] = {}
+        for obj in objects:
+            by_uri.setdefault(obj.uri, []).append(obj)
+        kept: list[LayerObject] = []
+        for uri, claimants in by_uri.items():
+            if len(claimants) == 1:
+                kept.append(claimants[0])
+                continue
+            where = ", ".join(sorted({_where(c) for c in claimants}))
+            for c in claimants:
+                diagnostics.append(
+                    _diag(
+                        "duplicate_identity",
+                        c.path,
+                        f"{_where(c)} claims {uri}, as do {where}; none of them is served",
+                        member=c.member,
+                    )
+                )
+        _READINGS[str(self.repo.root)] = (self.token, self.used)
+        return ObjectIndex(kept, classes, diagnostics=diagnostics, kinds=self.schema)
+
+    def read_file(self, path: str, source: SourceClass) -> _Read:
+        raw = self.reader.read(path)
+        if isinstance(raw, _Read):
+            return raw
+        key = (source.id, source.kind, path, hashlib.blake2b(raw, digest_size=16).digest())
+        done = self.previous.get(key)
+        if done is None:
+            done = self.read_bytes(path, source, raw)
+        self.used[key] = done
+        return done
+
+    def read_bytes(self, path: str, source: SourceClass, raw: bytes) -> _Read:
+        spec = self.schema.get(source.kind)
+        if spec is None:
+            known = ", ".join(sorted(self.schema.kinds))
+            return _fail(
+                "unknown_kind",
+                path,
+                f"{path}: class {source.id!r} names the kind {source.kind!r}, "
+                f"which no kinds.yaml defines (known: {known})",
+            )
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return _fail("invalid_utf8", path, f"{path} is not UTF-8 (byte {exc.start})")
+        context_document = path.rsplit("/", 1)[-1] in self.documents and path.startswith(self.layer + "/")
+        if context_document:
+            spec = self.schema.get("context") or spec
+        base = _Base(path, source, len(raw), self._section(path))
+        if spec.format == "text":
+            return self._one(base, spec, {}, text, text)
+        if spec.format == "yaml":
+            return self._yaml(base, spec, text)
+        return self._markdown(base, spec, text, context_document=context_document)
+
+    def _section(self, path: str) -> str | None:
+        for prefix, name in self.sections:
+            if path == prefix or path.startswith(prefix + "/"):
+                return name
+        return None
+
+    def _markdown(self, base: _Base, spec: KindSpec, text: str, *, context_document: bool) -> _Read:
+        path = base.path
+        front = _split_front_matter(text)
+        if isinstance(front, str):
+            return _fail("malformed_front_matter", path, f"{path}: {front}")
+        meta, body = front
+        if meta is None:
+            if context_document:
+                return _fail(
+                    "missing_context_contract",
+                    path,
+                    f"{path} is a context document without the context contract "
+                    "(front matter with `schema: context/v1`)",
+                )
+            if spec.without_front_matter is not None:
+                fallback = self.schema.get(spec.without_front_matter)
+                if fallback is None:
+                    return _fail("unknown_kind", path, f"{path}: no kind {spec.without_front_matter!r} to read it as")
+                spec = fallback
+            elif spec.front_matter == "required":
+                return _fail("missing_front_matter", path, f"{path} has no front matter; kind {spec.name} needs it")
+            return self._one(base, spec, {}, body, text)
+        if spec.front_matter == "none":
+            return self._one(base, spec, {}, text, text)
+        claimed = meta.get("kind")
+        if context_document and claimed != "context" and meta.get("schema") != "context/v1":
+            return _fail(
+                "missing_context_contract",
+                path,
+                f"{path} is a context document whose front matter does not "
+                "carry the context contract (`schema: context/v1`)",
+            )
+        if isinstance(claimed, str) and claimed != spec.name:
+            declared = self.schema.get(claimed) if claimed in self.schema.declared else None
+            if declared is None:
+                return _fail(
+                    "kind_mismatch",
+                    path,
+                    f"{path} declares kind {claimed!r}, but class {base.source.id!r} reads it as {spec.name!r}",
+                )
+            spec = declared
+        return self._one(base, spec, meta, body, text)
+
+    def _yaml(self, base: _Base, spec: KindSpec, text: str) -> _Read:
+        path = base.path
+        try:
+            loaded = load_yaml(text)
+        except _NOT_YAML as exc:
+            return _fail("malformed_yaml", path, clip(f"{path} is not YAML: {_first_line(exc)}", 500))
+        if not isinstance(loaded, dict):
+            return _fail("malformed_yaml", path, f"{path} does not hold a mapping")
+        meta = _plain_mapping(loaded)
+        if spec.members is None:
+            return self._one(base, spec, meta, text, text)
+        pinned = _version_problem(spec, meta, path)
+        if pinned is not None:
+            return pinned
+        items = meta.get(spec.members)
+        if not isinstance(items, list):
+            return _fail("missing_field", path, f"{path} has no list {spec.members!r} of {spec.name} objects")
+        done = _Read([], [])
+        for i, item in enumerate(items):
+            member = f"{spec.members}.{i}"
+            if not isinstance(item, dict):
+                done.diagnostics.append(
+                    _diag("malformed_yaml", path, f"{path} {member} is not a mapping", member=member)
+                )
+                continue
+            content = msgspec.json.format(_JSON.encode(item), indent=2).decode()
+            one = self._object(base, spec, item, "", content, member=member, versioned=False)
+            done.objects.extend(one.objects)
+            done.diagnostics.extend(one.diagnostics)
+        return done
+
+    def _one(self, base: _Base, spec: KindSpec, meta: dict[str, Any], body: str, content: str) -> _Read:
+        return self._object(base, spec, meta, body, content, member=None, versioned=True)
+
+    def _object(
+        self,
+        base: _Base,
+        spec: KindSpec,
+        meta: dict[str, Any],
+        body: str,
+        content: str,
+        *,
+        member: str | None,
+        versioned: bool,
+    ) -> _Read:
+        path = base.path
+        where = f"{path} {member}" if member else path
+        if versioned:
+            pinned = _version_problem(spec, meta, path)
+            if pinned is not None:
+                return pinned
+        if spec.validator is not None:
+            problem = _schema_problem(spec, meta, where)
+            if problem is not None:
+                code, message = problem
+                return _fail(code, path, message, member=member)
+        values: list[str] = []
+        for name in spec.identity:
+            value = meta.get(name)
+            if value is None or value == "" or isinstance(value, dict | list):
+                return _fail(
+                    "missing_field", path, f"{where} has no {name!r}, which names a {spec.name}", member=member
+                )
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            if _BAD_IDENTITY.search(text):
+                return _fail(
+                    "schema_violation",
+                    path,
+                    f"{where}: {name} {clip(text, 80)!r} holds '/', '@' or whitespace, which an identity may not",
+                    member=member,
+                )
+            values.append(text)
+        identity = encode_identity("@".join(values) if values else path)
+        title = None
+        for name in spec.title:
+            title = _heading(body) if name == "@heading" else _text(meta.get(name))
+            if title is not None:
+                break
+        description = next((d for d in (_text(meta.get(n)) for n in spec.description) if d is not None), None)
+        tags = meta.get("tags")
+        obj = LayerObject(
+            uri=object_uri(spec.name, identity),
+            id=f"{spec.name}.{identity}",
+            kind=spec.name,
+            identity=identity,
+            title=title,
+            description=description,
+            tags=tuple(clip(t, 200) for t in tags if isinstance(t, str))[:64] if isinstance(tags, list) else (),
+            metadata=meta,
+            provenance=ObjectProvenance(
+                path=path,
+                directory=posixpath.dirname(path) or ".",
+                source_class=base.source.id,
+                section=base.section,
+                bytes=base.size,
+                member=member,
+            ),
+            media_type="application/json" if member is not None else spec.media_type,
+            content=content,
+        )
+        return _Read([obj], [])
+
+
+@dataclass(frozen=True, slots=True)
+class _Base:
+    path: str
+    source: SourceClass
+    size: int
+    section: str | None
+
+
+def _diag(
+    code: str, path: str, message: str, severity: Severity = "error", *, member: str | None = None
+) -> IndexDiagnostic:
+    return IndexDiagnostic(severity=severity, code=code, path=path, message=clip(message, 1000), member=member)
+
+
+def _fail(code: str, path: str, message: str, *, member: str | None = None) -> _Read:
+    return _Read([], [_diag(code, path, message, member=member)])
+
+
+def _where(obj: LayerObject) -> str:
+    return f"{obj.path} {obj.member}" if obj.member else obj.path
+
+
+def _first_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+class _Reader:
+    """Reads discovered files under the reading rule, resolving each directory once per build.
+
+    A file is read only when it is a regular file (no symlink, FIFO or device), at most 4 MiB, and its
+    directory's real path lies inside the checkout's real path.
+    """
+
+    def __init__(self, repo: Repository) -> None:
+        self.root = str(repo.root)
+        self.top = os.path.realpath(repo.root)
+        self._dirs: dict[str, bool] = {}
+
+    def _inside(self, directory: str) -> bool:
+        known = self._dirs.get(directory)
+        if known is None:
+            real = os.path.realpath(os.path.join(self.root, directory)) if directory else self.top
+            known = self._dirs[directory] = real == self.top or real.startswith(self.top + os.sep)
+        return known
+
+    def read(self, path: str) -> bytes | _Read:
+        """The file's bytes, or the diagnostic saying why it is not read."""
+        full = os.path.join(self.root, path)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            return _fail("unreadable", path, f"{path} is listed but absent")
+        except OSError as exc:
+            return _fail("unreadable", path, f"{path} cannot be examined: {exc.strerror or exc}")
+        if stat.S_ISLNK(st.st_mode):
+            return _fail("symlink", path, f"{path} is a symlink; svc reads no symlink as an object")
+        if not stat.S_ISREG(st.st_mode):
+            return _fail("not_a_file", path, f"{path} is not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            return _fail("oversized", path, f"{path} holds {st.st_size} bytes, over the {MAX_FILE_BYTES} byte limit")
+        if not self._inside(posixpath.dirname(path)):
+            return _fail("symlink", path, f"{path} lies under a symlinked directory leaving the repository")
+        try:
+            fd = os.open(full, _FLAGS)
+        except OSError as exc:
+            return _fail("unreadable", path, f"{path} cannot be opened: {exc.strerror or type(exc).__name__}")
+        try:
+            opened = os.fstat(fd)
+            if not stat.S_ISREG(opened.st_mode):
+                return _fail("not_a_file", path, f"{path} is not a regular file")
+            chunks: list[bytes] = []
+            total = 0
+            while total <= MAX_FILE_BYTES:
+                chunk = os.read(fd, MAX_FILE_BYTES + 1 - total)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        except OSError as exc:
+            return _fail("unreadable", path, f"{path} cannot be read: {exc.strerror or type(exc).__name__}")
+        finally:
+            os.close(fd)
+        if total > MAX_FILE_BYTES:
+            return _fail("oversized", path, f"{path} grew over the {MAX_FILE_BYTES} byte limit while read")
+        return b"".join(chunks)
+
+
+def _split_front_matter(text: str) -> tuple[dict[str, Any] | None, str] | str:
+    """(metadata, body); (None, text) without front matter; a sentence when the front matter is broken."""
+    opening = _FRONT_OPEN.match(text)
+    if opening is None:
+        return None, text
+    closing = _FRONT_CLOSE.search(text, opening.end())
+    if closing is None:
+        return "the front matter opened on line 1 is never closed by a `---` line"
+    block = text[opening.end() : closing.start()]
+    try:
+        meta = load_yaml(block)
+    except _NOT_YAML as exc:
+        return clip(f"the front matter is not YAML: {_first_line(exc)}", 500)
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        return "the front matter is not a mapping"
+    return _plain_mapping(meta), text[closing.end() :]
+
+
+def _plain_mapping(mapping: dict[Any, Any]) -> dict[str, Any]:
+    """A mapping with text keys, lists for sequences and sets, all the way down (keys in file order)."""
+    return {k if isinstance(k, str) else str(k): _plain(v) for k, v in mapping.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return _plain_mapping(value)
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _version_problem(spec: KindSpec, meta: Mapping[str, Any], path: str) -> _Read | None:
+    if spec.schema_version is None:
+        return None
+    field, supported = spec.schema_version
+    value = meta.get(field)
+    if value is not None and str(value) in supported:
+        return None
+    found = "none" if value is None else repr(clip(str(value), 80))
+    return _fail(
+        "unsupported_version",
+        path,
+        f"{path}: {field} is {found}; a {spec.name} is read at {', '.join(supported)}",
+    )
+
+
+def _schema_problem(spec: KindSpec, meta: dict[str, Any], where: str) -> tuple[str, str] | None:
+    """The first JSON Schema finding of `meta` as (code, message), or None when it validates."""
+    errors = list(spec.validator.iter_errors(meta))
+    if not errors:
+        return None
+    for error in errors:
+        if error.validator == "required" and not error.absolute_path:
+            return "missing_field", f"{where}: {error.message} (schema {spec.schema})"
+    for error in errors:
+        if error.validator == "additionalProperties" and not error.absolute_path:
+            allowed = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+            extra = [k for k in meta if k not in allowed]
+            return "unknown_key", f"{where}: unknown keys {', '.join(extra)} (schema {spec.schema})"
+    first = min(errors, key=lambda e: list(e.absolute_path))
+    at = "/".join(str(p) for p in first.absolute_path) or "(top)"
+    return "schema_violation", clip(f"{where}: {at}: {first.message} (schema {spec.schema})", 500)
+
+
 def _discover(repo: Repository, patterns: list[str]) -> list[str]:
     """Repository-relative paths matching any pattern: tracked files in Git, else files on disk."""
     if repo.git_dir is not None and patterns:
         globs = (f":(glob){p}" for p in patterns)
         listed = run_git(repo.root, "ls-files", "-z", "--cached", "--", *globs, timeout=_GIT_SECONDS)
         if listed is not None:
-            names = [os.fsdecode(n) for n in listed.split(b"\0") if n]
-            return sorted({n for n in names if _admissible(repo, n)}, key=str.encode)
+            return sorted({os.fsdecode(n) for n in listed.split(b"\0") if n})
     regexes = [glob_regex(p) for p in patterns]
     found: set[str] = set()
     for pattern, regex in zip(patterns, regexes, strict=True):
-        for path in _walk(repo, _literal_prefix(pattern)):
+        for path in _walk(repo, _literal_prefix(pattern), admissible_only=False):
             if regex.match(path):
                 found.add(path)
-    return sorted(found, key=str.encode)
+    return sorted(found)
 
 
 def _literal_prefix(pattern: str) -> str:
@@ -257,10 +840,11 @@ def _admissible(repo: Repository, rel: str) -> bool:
     return True
 
 
-def _walk(repo: Repository, start: str) -> Iterable[str]:
-    """Regular files under `start` (repository-relative), skipping VCS, environments, caches and `.ai/local/`.
+def _walk(repo: Repository, start: str, *, admissible_only: bool = True) -> Iterable[str]:
+    """Files under `start` (repository-relative), skipping VCS, environments, caches and `.ai/local/`.
 
-    Symlinked directories are not descended; a file symlink counts only when it resolves inside the checkout.
+    Symlinked directories are not descended; with `admissible_only`, a file counts only when it is a regular
+    file resolving inside the checkout (otherwise every entry is yielded, for the reader to refuse).
     """
     base = repo.root / start if start else repo.root
     local = repo.layer / "local"
@@ -268,43 +852,9 @@ def _walk(repo: Repository, start: str) -> Iterable[str]:
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS and (here / d) != local)
         for name in sorted(filenames):
-            rel = repo.relative(Path(dirpath) / name)
-            if _admissible(repo, rel):
+            rel = repo.relative(here / name)
+            if not admissible_only or _admissible(repo, rel):
                 yield rel
-
-
-def _path_identity(path: str) -> str:
-    return quote(path, safe="/")
-
-
-def _field_identity(*fields: Any) -> str | None:
-    values = [str(f) for f in fields]
-    if not all(v and v != "None" for v in values):
-        return None
-    return quote("@".join(values), safe="@")
-
-
-def _media_type(kind: str, path: str) -> str:
-    known = _MEDIA.get(kind)
-    if known is not None:
-        return known
-    if path.endswith((".yaml", ".yml")):
-        return "application/yaml"
-    if path.endswith(".md"):
-        return "text/markdown"
-    guessed, _ = mimetypes.guess_type(path)
-    return guessed or "text/plain"
-
-
-def _front_matter(data: bytes) -> tuple[dict[str, Any], bytes]:
-    match = _FRONT_MATTER.match(data)
-    if match is None:
-        return {}, data
-    try:
-        meta = load_yaml(match.group(1))
-    except _NOT_YAML:
-        meta = None
-    return (meta if isinstance(meta, dict) else {}), data[match.end() :]
 
 
 def _text(value: Any) -> str | None:
@@ -314,10 +864,6 @@ def _text(value: Any) -> str | None:
     return clip(text, _TEXT_LIMIT) or None
 
 
-def _tags(value: Any) -> tuple[str, ...]:
-    return tuple(clip(str(t), 200) for t in value[:64]) if isinstance(value, list) else ()
-
-
 def _heading(text: str) -> str | None:
     """The text of the first level-1 ATX heading, its closing hashes dropped (linear: no backtracking)."""
     match = _HEADING.search(text)
@@ -325,136 +871,3 @@ def _heading(text: str) -> str | None:
         return None
     line = match.group(1).rstrip()
     return line.rstrip(" \t#") or line
-
-
-def _make(
-    source: SourceClass,
-    path: str,
-    identity: str | None,
-    *,
-    title: Any = None,
-    description: Any = None,
-    tags: Any = None,
-    member: str | None = None,
-) -> LayerObject:
-    ident = identity if identity is not None else _path_identity(path)
-    kind = source.kind
-    return LayerObject(
-        uri=object_uri(kind, ident),
-        id=f"{kind}.{ident}",
-        kind=kind,
-        identity=ident,
-        path=path,
-        media_type=_media_type(kind, path),
-        source_class=source.id,
-        title=_text(title),
-        description=_text(description),
-        tags=_tags(tags),
-        member=member,
-    )
-
-
-def _objects_of(repo: Repository, source: SourceClass, path: str) -> list[LayerObject]:
-    kind = source.kind
-    if kind in ("policy", "scope", "implementation", "test"):
-        return [_make(source, path, None)]
-    try:
-        data = read_repository_file(repo.root, Path(path))
-    except OSError:
-        return [_make(source, path, None)]
-    if kind == "claim":
-        members = [
-            _make(
-                source,
-                path,
-                _field_identity(m.get("id")),
-                title=m.get("title"),
-                description=m.get("statement", m.get("description")),
-                tags=m.get("tags"),
-                member=str(m.get("id")),
-            )
-            for m in _claim_members(data)
-            if m.get("id") is not None
-        ]
-        return members or [_make(source, path, None)]
-    if path.endswith((".yaml", ".yml")):
-        return [_yaml_object(source, path, data)]
-    meta, body = _front_matter(data)
-    if kind == "rule":
-        identity = _field_identity(meta.get("id"), meta.get("version"))
-    elif kind in ("prompt", "profile"):
-        identity = _field_identity(meta.get("name"))
-    elif kind in ("milestone", "issue", "context"):
-        identity = _field_identity(meta.get("id"))
-    else:
-        identity = None
-    title = meta.get("title")
-    if title is None and kind not in ("rule", "prompt", "profile"):
-        title = _heading(body.decode("utf-8", "replace"))
-    if title is None and kind in ("prompt", "profile"):
-        title = meta.get("name")
-    return [_make(source, path, identity, title=title, description=meta.get("description"), tags=meta.get("tags"))]
-
-
-def _yaml_object(source: SourceClass, path: str, data: bytes) -> LayerObject:
-    try:
-        meta = load_yaml(data)
-    except _NOT_YAML:
-        meta = None
-    if not isinstance(meta, dict):
-        return _make(source, path, None)
-    kind = source.kind
-    if kind == "milestone":
-        return _make(
-            source,
-            path,
-            _field_identity(meta.get("id")),
-            title=meta.get("title"),
-            description=meta.get("outcome"),
-            tags=meta.get("tags"),
-        )
-    if kind == "issue":
-        return _make(
-            source,
-            path,
-            _field_identity(meta.get("id")),
-            title=meta.get("title"),
-            description=meta.get("objective"),
-            tags=meta.get("tags"),
-        )
-    if kind == "profile":
-        name = meta.get("name")
-        return _make(
-            source, path, _field_identity(name), title=name, description=meta.get("description"), tags=meta.get("tags")
-        )
-    return _make(
-        source, path, None, title=meta.get("title"), description=meta.get("description"), tags=meta.get("tags")
-    )
-
-
-def _claim_members(data: bytes) -> list[dict[str, Any]]:
-    try:
-        loaded = load_yaml(data)
-    except _NOT_YAML:
-        return []
-    claims = loaded.get("claims") if isinstance(loaded, dict) else None
-    return [c for c in claims if isinstance(c, dict)] if isinstance(claims, list) else []
-
-
-def _context_object(repo: Repository, path: str) -> LayerObject | None:
-    try:
-        data = read_repository_file(repo.root, Path(path))
-    except OSError:
-        return None
-    meta, _ = _front_matter(data)
-    if meta.get("schema") != "context/v1" and meta.get("kind") != "context":
-        return None
-    source = SourceClass(id="context", kind="context", pattern=path)
-    return _make(
-        source,
-        path,
-        _field_identity(meta.get("id")),
-        title=meta.get("title"),
-        description=meta.get("description"),
-        tags=meta.get("tags"),
-    )

@@ -31,11 +31,9 @@ from typing import TYPE_CHECKING, Any, Final
 from svc._errors import InvalidInput, NotFound, Refused
 from svc.layer import (
     Unreadable,
-    YamlAliases,
-    YamlError,
     check_repository_dir,
     ensure_local_state,
-    load_yaml,
+    front_matter,
     read_repository_dir,
     read_repository_file,
 )
@@ -69,27 +67,8 @@ def _directory(repo: Repository) -> Path:
 
 def _front_matter(text: str) -> tuple[dict[str, str], str]:
     """The front matter as scalar strings and the body after it (the whole text when there is none)."""
-    lines = text.split("\n")
-    if not lines or lines[0].rstrip("\r") != "---":
-        return {}, text
-    for end in range(1, len(lines)):
-        if lines[end].rstrip("\r") in ("---", "..."):
-            break
-    else:
-        return {}, text
-    body = "\n".join(lines[end + 1 :]).lstrip("\r\n")
-    try:
-        data = load_yaml("\n".join(lines[1:end]))
-    except (YamlError, YamlAliases, RecursionError):
-        return {}, body
-    if not isinstance(data, dict):
-        return {}, body
-    fields: dict[str, str] = {}
-    for key, value in data.items():
-        if not isinstance(key, str) or isinstance(value, dict | list) or value is None:
-            continue
-        fields[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
-    return fields, body
+    fields, body = front_matter(text)
+    return fields or {}, body
 
 
 def _line(value: str | None) -> str | None:

@@ -113,6 +113,7 @@ class Runtime:
     _index: tuple[int, LayerIndex] | None = None
     _objects: tuple[int, ObjectIndex] | None = None
     _building: threading.Lock = field(default_factory=threading.Lock)
+    _objects_building: threading.Lock = field(default_factory=threading.Lock)
 
     def index(self) -> LayerIndex:
         """The layer index of the current generation (rebuilt when the generation moved; blocking)."""
@@ -180,20 +181,47 @@ class Runtime:
             self._objects = (current, ObjectIndex.build(self.repository))
         return self._objects[1]
 
-    async def objects_async(self) -> ObjectIndex:
-        """`objects()`, discovering in a worker thread when the generation moved.
+    async def objects_async(self, *, fresh: bool = False) -> ObjectIndex:
+        """`objects()` without blocking the event loop.
+
+        When the generation moved and an index of an earlier generation is held, that index answers at once
+        while a worker thread builds the current one (unless `fresh`: then the caller waits for it, like the
+        first build does).
 
         Raises:
             Unavailable: discovery did not finish within `BUILD_SECONDS`.
         """
         current = self.generation.value
-        if self._objects is not None and self._objects[0] == current:
-            return self._objects[1]
+        held = self._objects
+        if held is not None and held[0] == current:
+            return held[1]
+        if held is not None and not fresh:
+            self._rebuild_objects()
+            return held[1]
         with trio.move_on_after(BUILD_SECONDS):
             index = await trio.to_thread.run_sync(ObjectIndex.build, self.repository, abandon_on_cancel=True)
             self._objects = (current, index)
             return index
         raise Unavailable(f"the layer's objects were not discovered within {BUILD_SECONDS:.0f} s; try again")
+
+    def _rebuild_objects(self) -> None:
+        """Build the current generation's objects in a daemon thread, unless a rebuild already runs."""
+        if not self._objects_building.acquire(blocking=False):
+            return
+
+        def rebuild() -> None:
+            try:
+                while True:
+                    built = self.generation.value
+                    self._objects = (built, ObjectIndex.build(self.repository))
+                    if self.generation.value == built:
+                        return
+            except Exception:
+                _log.exception("svc: rebuilding the layer's objects failed; the previous index goes on answering")
+            finally:
+                self._objects_building.release()
+
+        threading.Thread(target=rebuild, name="svc-objects", daemon=True).start()
 
     def stale(self) -> bool:
         """Whether the installed svc changed on disk since this process started."""
