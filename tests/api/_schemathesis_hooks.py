@@ -9,6 +9,9 @@ They change only what no JSON Schema can say, and never make an invalid request 
 - `executions.start` and `executions.report` check `input` against the schema of the capability their
   `capability` names: a body naming a capability of the registry gets that capability's first example
   input (an empty object when it has none).
+- `objects.list` and `objects.verify` refuse a `kind` the repository lacks (400, as the spec says), and which
+  kinds a checkout holds is no schema's to say: a generated `kind` of a positive case becomes `rule`, a kind
+  svc's own layer holds.
 - `executions.report` checks that every event repeats the report's id, carries the event id `<id>#<n>`,
   continues the sequence densely and moves the execution's state machine legally: a generated body is sent
   with no events (a heartbeat); malformed events still go out in the negative cases.
@@ -27,6 +30,7 @@ from svc.capabilities import builtin_registry
 from svc.capabilities._executions import UINT64_MAX
 
 DEMONSTRATE_STEPS = 1000
+HELD_KIND = "rule"
 DEMONSTRATE_MS = 100
 
 #: The input a run of each capability is sent with.
@@ -41,6 +45,9 @@ def map_case(context: HookContext, case: Case[Any]) -> Case[Any]:
     operation = case.operation.definition.raw.get("operationId")
     if operation == "executions.demonstrate":
         _shorten(case)
+    elif operation in ("objects.list", "objects.verify") and _positive(case, ParameterLocation.QUERY):
+        if isinstance(case.query, dict) and "kind" in case.query:
+            case.query = {**case.query, "kind": HELD_KIND}
     elif operation in ("executions.start", "executions.report") and _positive(case, ParameterLocation.BODY):
         body = case.body
         if isinstance(body, dict):

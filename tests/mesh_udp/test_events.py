@@ -1,4 +1,4 @@
-"""Journal events and beats (docs/mesh.md §9): bounds per kind, signing, and the stateless checks in order."""
+"""Journal events and beats (docs/mesh.md): bounds per kind, signing, and the stateless checks in order."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The journal (docs/mesh.md §9): the ingest chain and its counts, marks and beats, storage and compaction."""
+"""The journal (docs/mesh.md): the ingest chain and its counts, marks and beats, storage and compaction."""
 
 from __future__ import annotations
 

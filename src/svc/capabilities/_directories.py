@@ -25,11 +25,19 @@ MODULE = Module(
 )
 
 
+#: A path inside the layer: `.ai` or below it (a leading `./` and a trailing `/` allowed), forward slashes,
+#: no control character and no `.` or `..` segment.
+_SEGMENT = r"[^/\\\x00-\x1f\x7f]"
+_LAYER_PATH = (
+    rf"^(?:\./)?\.ai(?:/(?:[^/.\\\x00-\x1f\x7f]{_SEGMENT}*|\.[^/.\\\x00-\x1f\x7f]{_SEGMENT}*|\.\.{_SEGMENT}+))*/?$"
+)
+
+
 class DirectoriesInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Which directories to answer for, and whether to resolve their effective chains."""
 
     path: Annotated[
-        str | None,
+        Annotated[str, Meta(pattern=_LAYER_PATH)] | None,
         Meta(
             description=(
                 "one directory, repository-relative and inside .ai (e.g. .ai/repo/rules); its effective chain "

@@ -7,7 +7,7 @@ absence is an answer: a checkout without local state (or without `.ai/`, or outs
 - **Session**: `session-current.yaml` (a YAML mapping, possibly a symlink into `sessions-open/`) with a
   `session_id`. It is `foreign` when its `worktree` is set and is not this checkout (a finding says so).
 - **Task**: `current.yaml` with a non-empty `id`.
-- **Handover, checkpoint**: the `*.md` records of `handovers/` and `checkpoints/` (LAYER.md §5 front
+- **Handover, checkpoint**: the `*.md` records of `handovers/` and `checkpoints/` (docs/layer.md front
   matter), in name order. A record without front matter, without `created_at` or `head`, or whose
   `schema_version` is not `1` is skipped (and counted). Tier 0: its `worktree` is this checkout and its
   `branch` this branch; tier 1: this branch, when it is not `DETACHED`; anything else is rejected, never

@@ -1,6 +1,6 @@
 """Front matter as the records of `.ai/local/state/` carry it: YAML between `---` lines, read as scalar strings.
 
-Handover and checkpoint records (LAYER.md §5) are Markdown files whose front matter is computed, never
+Handover and checkpoint records (docs/layer.md) are Markdown files whose front matter is computed, never
 authored, and every value in it is one scalar. Readers of those records (the mesh's handover publisher,
 `continuity.state`) need the same few facts: each scalar field as text, and the body after the front matter.
 """

@@ -55,7 +55,7 @@ class SchemaProblem:
 
 @dataclass(frozen=True, slots=True)
 class KindSpec:
-    """How files of one kind are read (LAYER-OPS §1.2)."""
+    """How files of one kind are read (docs/objects.md)."""
 
     name: str
     format: Format

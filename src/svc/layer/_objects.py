@@ -1,6 +1,6 @@
 """The objects of the layer: every file a source class discovers, read by its kind into `svc://` objects.
 
-Source classes come from `knowledge/sources.yaml` (LAYER §1): each names a `kind` and a `:(glob)` pathspec.
+Source classes come from `knowledge/sources.yaml` (docs/layer.md): each names a `kind` and a `:(glob)` pathspec.
 Discovery lists tracked files with one `git ls-files`; outside a Git work tree (or when Git cannot answer)
 the same globs are walked on disk. Under `:(glob)` a `*` never crosses a `/` and `**` spans directories.
 Without a `sources.yaml` the layer's own sections are the classes (policy, scope, profiles, rules, prompts,
@@ -15,7 +15,7 @@ version pin; its identity fields, joined by `@`, name it (`svc://rule/<id>@<vers
 repository-relative path when the kind names none. Identities are percent-encoded as RFC 3986 path segments
 (`@`, `:` and `/` stay literal); lookups accept the decoded form too. A collection file (`members`) gives one
 object per item of its list. A file that cannot be read, or whose content breaks its kind's rules, is no
-object: it is one diagnostic (codes of LAYER-OPS §1.2). Two objects claiming one URI are both excluded.
+object: it is one diagnostic (codes in docs/objects.md). Two objects claiming one URI are both excluded.
 
 The index is a pure reading of the files: it never writes. Files are read under the reading rule
 (`read_repository_file`): symlinks, FIFOs, devices, files over 4 MiB and non-UTF-8 files are refused, and

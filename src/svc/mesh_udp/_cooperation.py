@@ -317,8 +317,12 @@ class Cooperation:
             task.done.set()
 
     def _kickable(self, out: Outbound) -> bool:
-        """Whether a local write may run a round on `out` now: linked, healthy, idle and not held back."""
-        if out.link is None or out.failures or out.waiting is not None:
+        """Whether a local write may run a round on `out` now: linked, idle and not held back.
+
+        A link backing off after a lost round is still tried at once: the write has news, and a round is
+        idempotent. A refused link has no link id, so a write never hurries a refused dial.
+        """
+        if out.link is None or out.waiting is not None:
             return False
         return self.links.due(out, trio.current_time()) <= out.next_attempt
 
@@ -461,7 +465,7 @@ class Cooperation:
         issue: str | None = None,
         task: str | None = None,
     ) -> Written:
-        """`mesh.claim` (docs/mesh.md §11).
+        """`mesh.claim` (docs/mesh.md).
 
         Raises:
             InvalidInput: no session named and no MCP session to stand for one.

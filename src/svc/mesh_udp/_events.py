@@ -1,4 +1,4 @@
-"""Journal events and beats (docs/mesh.md §9): their shape, bounds, signing and stateless checks, sans-I/O.
+"""Journal events and beats (docs/mesh.md): their shape, bounds, signing and stateless checks, sans-I/O.
 
 An event is one flat JSON object `{v: 1, stream, seq, lamport, at, repo, pk, body, sig}`, at most 48 KiB
 encoded, signed under `svc-mesh-event/v1` over the object as written (unknown fields included). `seq` is

@@ -1,4 +1,4 @@
-"""The cooperation journal (docs/mesh.md §9): signed events of every stream, marks and beats, and its file.
+"""The cooperation journal (docs/mesh.md): signed events of every stream, marks and beats, and its file.
 
 `Journal` is sans-I/O state: the events held per stream (dense from seq 1), events waiting for a gap to
 fill, the beats that tell which runtimes still run, and tombstones of streams dropped by compaction. It
@@ -74,7 +74,7 @@ MAX_EVENTS_PER_NODE: Final = 20_000
 MAX_PENDING_PER_STREAM: Final = 256
 MAX_PENDING: Final = 4096
 MAX_TOMBSTONES: Final = 4096
-#: Compaction is due above these (docs/mesh.md §9).
+#: Compaction is due above these (docs/mesh.md).
 COMPACT_EVENTS: Final = 20_000
 COMPACT_STREAMS: Final = 768
 COMPACT_NODE_STREAMS: Final = 48

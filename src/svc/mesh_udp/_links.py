@@ -142,7 +142,7 @@ class Card:
 
 
 class Refused(Exception):
-    """A link message this runtime refuses, with the refusal code (docs/mesh.md §8)."""
+    """A link message this runtime refuses, with the refusal code (docs/mesh.md)."""
 
     def __init__(self, code: str, detail: str) -> None:
         super().__init__(f"{code}: {detail}")
@@ -171,7 +171,7 @@ class Peer:
     expired_at: float | None = None
 
     def state(self, mono: float, heartbeat: float, expiry: float) -> LinkState:
-        """The link state by time since the last exchange (docs/mesh.md §8)."""
+        """The link state by time since the last exchange (docs/mesh.md)."""
         if self.last_exchange is None:
             return "connecting" if self.expired_at is None else "expired"
         quiet = mono - self.last_exchange
