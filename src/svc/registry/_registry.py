@@ -6,6 +6,7 @@ them, so a broken declaration is a build failure of the executable, never a runt
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -79,11 +80,23 @@ class Registry:
         types: list[Any] = [ErrorBody]
         for cap in self.capabilities:
             types.extend(t for t in (cap.input, cap.output) if t not in types)
-        self.schemas = SchemaSet(types)
+        self._types = tuple(types)
+
+    @functools.cached_property
+    def schemas(self) -> SchemaSet:
+        """The JSON schema components of every input and output.
+
+        Built on first use: a command line that parses and runs one capability never needs them.
+        """
+        return SchemaSet(self._types)
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 over every capability's id and descriptor, in id order."""
         digest = hashlib.sha256()
         for cap in self.capabilities:
             digest.update(cap.id.encode() + b"\0" + msgspec.json.encode(descriptor(self, cap)) + b"\n")
-        self.fingerprint: str = digest.hexdigest()
+        return digest.hexdigest()
 
     def __len__(self) -> int:
         return len(self.capabilities)
@@ -298,6 +311,25 @@ def _check_examples_and_benchmark(cap: Capability) -> list[str]:
 
 
 def _check_schemas(capabilities: Sequence[Capability]) -> list[str]:
+    """Every input and output has a JSON schema, and no two distinct schemas share a component name.
+
+    One pass over every type settles the usual case: msgspec names a component by its class, and only a
+    clash makes it spell the full import path (with dots). On a failure or a clash each capability's types
+    are taken apart one by one, to name the capability at fault.
+    """
+    types: dict[Any, None] = {}
+    for cap in capabilities:
+        types.update(dict.fromkeys((cap.input, cap.output)))
+    try:
+        _, components = msgspec.json.schema_components(tuple(types))
+    except (TypeError, ValueError, KeyError):
+        return _name_schema_problems(capabilities)
+    if any("." in name for name in components):
+        return _name_schema_problems(capabilities)
+    return []
+
+
+def _name_schema_problems(capabilities: Sequence[Capability]) -> list[str]:
     by_name: dict[str, tuple[Any, bytes]] = {}
     out = []
     for cap in capabilities:
