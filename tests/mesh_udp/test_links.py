@@ -336,3 +336,22 @@ def test_the_lower_runtime_dials_and_the_higher_waits_three_heartbeats(pair: tup
     assert high.higher
     assert a.links.due(low, 0.0) == 0.0
     assert b.links.due(high, 0.0) == 15.0
+
+
+def test_two_links_from_one_runtime_both_stay_good(pair: tuple[Side, Side]) -> None:
+    a, b = pair
+    first = link(a, b)
+    key, pk = b.links.key, b.identity.public_key
+    a.links.reconcile([(key, key, pk, B_ADDR, False), ("again", key, pk, B_ADDR, False)], 1.0)
+    second = a.links.outbound["again"]
+    hello = a.links.hello(second, wall=time.time(), mono=1.5)
+    a.hear(b.hear(hello.data, A_ADDR, mono=1.5).replies[0][0], B_ADDR, mono=1.6)
+    assert first.link is not None
+    assert second.link is not None
+    assert second.link != first.link
+    for out, mono in ((first, 2.0), (second, 2.1), (first, 7.0)):
+        request = a.links.sync_request(out, mono=mono)
+        reply = b.hear(request.data, A_ADDR, mono=mono).replies[0][0]
+        assert a.hear(reply, B_ADDR, mono=mono + 0.05).answered == request.waiting
+    assert b.links.refused_in == {}
+    assert b.links.peers[a.links.key].reconnects == 1

@@ -54,6 +54,8 @@ LINK_TYPES: Final = frozenset({"hello", "welcome", "sync-request", "sync-answer"
 #: Every link refusal code, in admission order.
 REFUSAL_CODES: Final = get_args(RefusalCode)
 MAX_PEERS: Final = 256
+#: Links one peer may hold open toward this runtime at once (the oldest is dropped beyond).
+MAX_INBOUND_LINKS: Final = 4
 STALE_SECONDS: Final = 300
 REPLAY_SECONDS: Final = 600
 REPLAY_CACHE: Final = 4096
@@ -160,7 +162,10 @@ class Peer:
     linked_at: float
     #: The link it dials us on, its instance, the last counter it used.
     inbound: str | None = None
-    inbound_counter: int = 0
+    #: Every link it dials us on that is still good, each with the last counter used on it (newest last). A
+    #: runtime may dial one peer from two targets at once (a seed and the registry entry it turns out to be):
+    #: each keeps its own link, so neither replaces the other's on every hello.
+    inbound_links: dict[str, int] = field(default_factory=dict)
     inbound_at: float | None = None
     inbound_endpoint: str | None = None
     last_exchange: float | None = None
@@ -419,13 +424,15 @@ class Links:
         except Refused as refused:
             return Received(replies=self._refusal(refused.code, refused.detail, reply_to, origin, mono))
         peer = self._meet(card, trust, mono)
-        if peer.inbound is not None:
-            self.by_link.pop(peer.inbound, None)
-            if peer.card.instance == card.instance:
-                peer.reconnects += 1
-                self.counters["reconnects"] += 1
+        if peer.inbound is not None and peer.card.instance == card.instance:
+            peer.reconnects += 1
+            self.counters["reconnects"] += 1
         link = secrets.token_hex(16)
-        peer.inbound, peer.inbound_counter, peer.inbound_at = link, 0, mono
+        peer.inbound, peer.inbound_at = link, mono
+        peer.inbound_links[link] = 0
+        while len(peer.inbound_links) > MAX_INBOUND_LINKS:
+            self.by_link.pop(next(iter(peer.inbound_links)), None)
+            del peer.inbound_links[next(iter(peer.inbound_links))]
         peer.inbound_endpoint = address_text(origin)
         peer.last_exchange = mono
         peer.handshakes += 1
@@ -452,11 +459,16 @@ class Links:
         if peer.card.instance != card.instance:
             peer.restarts += 1
             self.counters["restarts"] += 1
-            if peer.inbound is not None:
-                self.by_link.pop(peer.inbound, None)
-                peer.inbound = None
+            self._forget_links(peer)
         peer.card, peer.trust, peer.expired_at = card, trust, None
         return peer
+
+    def _forget_links(self, peer: Peer) -> None:
+        """Drop every link `peer` dials this runtime on (it restarted, or went silent past the expiry)."""
+        for link in peer.inbound_links:
+            self.by_link.pop(link, None)
+        peer.inbound_links.clear()
+        peer.inbound = None
 
     def _prune_nonces(self, mono: float) -> None:
         nonces = self._nonces
@@ -518,11 +530,11 @@ class Links:
         try:
             if not self.active:
                 raise Refused("not_active", "cooperation is stopped")
-            if peer is None or peer.inbound != link or body.get("instance") != peer.card.instance:
+            if peer is None or link not in peer.inbound_links or body.get("instance") != peer.card.instance:
                 raise Refused("unknown_link", "say hello again")
             if not message.verifies(peer.card.pk):
                 raise Refused("signature", "the request does not verify against the link's key")
-            if type(counter) is not int or counter <= peer.inbound_counter:
+            if type(counter) is not int or counter <= peer.inbound_links[link]:
                 raise Refused("replay", "counter not above the last")
             lo, hi = _range(body.get("range"))
             marks, events = body.get("marks"), body.get("events")
@@ -533,7 +545,7 @@ class Links:
             return Received(
                 replies=self._refusal(refused.code, refused.detail, reply_to, origin, mono, runtime=runtime)
             )
-        peer.inbound_counter = counter
+        peer.inbound_links[link] = counter
         peer.last_exchange = peer.inbound_at = mono
         peer.inbound_endpoint = address_text(origin)
         self.counters["syncs_in"] += 1
@@ -771,9 +783,7 @@ class Links:
             elif peer.expired_at is None:
                 peer.expired_at = mono
                 self.counters["peers_expired"] += 1
-                if peer.inbound is not None:
-                    self.by_link.pop(peer.inbound, None)
-                    peer.inbound = None
+                self._forget_links(peer)
             if peer.expired_at is not None and mono - peer.expired_at > ROW_SECONDS:
                 del self.peers[key]
                 gone.append(key)
