@@ -32,14 +32,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from bench_measure import in_process_get
 from svc import __version__
-from svc.api._http import SvcApp
 from svc.host._service import open_service
 from svc.layer import ObjectIndex, Repository
 from svc.layer._objects import _READINGS
@@ -101,36 +100,8 @@ def build(root: Path, runs: int, *, warm: bool) -> dict[str, Any]:
 async def _server_side(root: Path, requests: int) -> dict[str, float]:
     """`GET /api/v1/objects` through the HTTP application in this process (the index built first)."""
     async with open_service(Repository.discover(root), surface="http", watch=False) as ex:
-
-        async def pages(scope: Any, receive: Any, send: Any) -> None:
-            raise AssertionError("no page is asked")
-
-        app = SvcApp(ex, pages)
-        scope = {
-            "type": "http",
-            "method": "GET",
-            "path": "/api/v1/objects",
-            "query_string": b"",
-            "headers": [(b"host", b"127.0.0.1:8741")],
-        }
-        status: list[int] = []
-
-        async def receive() -> dict[str, Any]:
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message: MutableMapping[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                status.append(message["status"])
-
         await ex.runtime.objects_async()
-        await app(dict(scope), receive, send)
-        samples = []
-        for _ in range(requests):
-            start = time.perf_counter_ns()
-            await app(dict(scope), receive, send)
-            samples.append((time.perf_counter_ns() - start) / 1e6)
-        assert set(status) == {200}, status
-        return _summary(samples)
+        return _summary(await in_process_get(ex, "/api/v1/objects", requests))
 
 
 def over_http(root: Path, requests: int, log: Path) -> dict[str, Any]:

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from typing import Any
 
 from bench_cases import Case
 from bench_wire import Connection, Origin, Response, build_request
 
-__all__ = ["Latency", "fetch", "measure_latency", "percentile"]
+__all__ = ["Latency", "fetch", "in_process_get", "measure_latency", "percentile"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,3 +107,38 @@ def measure_latency(origins: Sequence[Origin], case: Case, *, warmup: int, reque
             for probe in probes:
                 probe.send(timed=number >= warmup)
     return [Latency.of(p.samples, unexpected=p.unexpected) for p in probes]
+
+
+async def in_process_get(executor: Any, path: str, requests: int) -> list[float]:
+    """`GET path` through svc's HTTP application in this process, no socket: one call to warm it, then
+    `requests` timed calls; the milliseconds of each. Every answer must be 200."""
+    from svc.api._http import SvcApp
+
+    async def pages(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("no page is asked")
+
+    app = SvcApp(executor, pages)
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": path,
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1:8741")],
+    }
+    status: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            status.append(message["status"])
+
+    await app(dict(scope), receive, send)
+    samples = []
+    for _ in range(requests):
+        start = time.perf_counter_ns()
+        await app(dict(scope), receive, send)
+        samples.append((time.perf_counter_ns() - start) / 1e6)
+    assert set(status) == {200}, status
+    return samples

@@ -43,8 +43,8 @@ from typing import Any
 
 import trio
 
+from bench_measure import in_process_get
 from svc import __version__
-from svc.api._http import SvcApp
 from svc.host._service import open_service
 from svc.layer import Repository
 from svc.plan import derive, load_records, read_snapshot, seal
@@ -158,14 +158,16 @@ def derivation(root: Path, repeat: int) -> dict[str, Any]:
     """Load (cold, no parse cache), derive (cold), and read warm (parses reused) the plan under `root`."""
     directory = root / ".ai" / "repo" / "project"
     project = (directory / "project.yaml").read_bytes()
+    repo = Repository(root=root, git_dir=None, common_dir=None)
 
     def load() -> Any:
-        return load_records(project, _read_dir(directory / "milestones"), _read_dir(directory / "issues"))
+        findings: list[Any] = []
+        milestones = _read_dir(repo, directory / "milestones", findings)
+        return load_records(project, milestones, _read_dir(repo, directory / "issues", findings))
 
     load_ms = _timed(load, max(1, repeat // 4))
     records = load()
     derive_ms = _timed(lambda: derive(records), repeat)
-    repo = Repository(root=root, git_dir=None, common_dir=None)
     read_snapshot(repo)
     warm_ms = _timed(lambda: read_snapshot(repo), repeat)
     plan = derive(records)
@@ -183,35 +185,7 @@ def derivation(root: Path, repeat: int) -> dict[str, Any]:
 async def _server_side(root: Path, requests: int) -> dict[str, float]:
     """`GET /api/v1/plan/next` through the HTTP application in this process (the cache filled first)."""
     async with open_service(Repository(root=root, git_dir=None, common_dir=None), surface="http", watch=False) as ex:
-
-        async def pages(scope: Any, receive: Any, send: Any) -> None:
-            raise AssertionError("no page is asked")
-
-        app = SvcApp(ex, pages)
-        scope = {
-            "type": "http",
-            "method": "GET",
-            "path": "/api/v1/plan/next",
-            "query_string": b"",
-            "headers": [(b"host", b"127.0.0.1:8741")],
-        }
-        status: list[int] = []
-
-        async def receive() -> dict[str, Any]:
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                status.append(message["status"])
-
-        await app(dict(scope), receive, send)
-        samples = []
-        for _ in range(requests):
-            start = time.perf_counter_ns()
-            await app(dict(scope), receive, send)
-            samples.append((time.perf_counter_ns() - start) / 1e6)
-        assert set(status) == {200}, status
-        return _summary(samples)
+        return _summary(await in_process_get(ex, "/api/v1/plan/next", requests))
 
 
 def _serve(root: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -766,7 +766,8 @@ _WHY_FIELDS = (
 )
 
 
-def _moment_id(obj: LayerObject) -> str:
+def _declared_id(obj: LayerObject) -> str:
+    """The id an object declares in its metadata, else its identity (moments and features)."""
     return meta_text(obj, "id") or obj.identity
 
 
@@ -800,9 +801,9 @@ def _why(registry: RegistryFacts, index: ObjectIndex) -> Graph:
     for obj in moments:
         b.node(
             GraphNode(
-                id=f"moment:{_moment_id(obj)}",
+                id=f"moment:{_declared_id(obj)}",
                 kind="moment",
-                label=obj.title or _moment_id(obj),
+                label=obj.title or _declared_id(obj),
                 summary=meta_text(obj, "summary") or obj.description,
                 route=object_route(obj.uri),
                 source=obj.provenance.path,
@@ -810,7 +811,7 @@ def _why(registry: RegistryFacts, index: ObjectIndex) -> Graph:
             )
         )
     for obj in moments:
-        origin = f"moment:{_moment_id(obj)}"
+        origin = f"moment:{_declared_id(obj)}"
         for field, kind, edge in _WHY_FIELDS:
             for name in meta_list(obj, field):
                 if name == _ABSENT:
@@ -851,10 +852,6 @@ _SURFACES = (
 )
 
 
-def _feature_id(obj: LayerObject) -> str:
-    return meta_text(obj, "id") or obj.identity
-
-
 def _product(registry: RegistryFacts, index: ObjectIndex) -> Graph:
     b = _Builder("product")
     b.kinds(
@@ -888,9 +885,9 @@ def _product(registry: RegistryFacts, index: ObjectIndex) -> Graph:
     for obj in features:
         b.node(
             GraphNode(
-                id=f"feature:{_feature_id(obj)}",
+                id=f"feature:{_declared_id(obj)}",
                 kind="feature",
-                label=obj.title or _feature_id(obj),
+                label=obj.title or _declared_id(obj),
                 summary=obj.description,
                 route=object_route(obj.uri),
                 source=obj.provenance.path,
@@ -898,7 +895,7 @@ def _product(registry: RegistryFacts, index: ObjectIndex) -> Graph:
             )
         )
     for obj in features:
-        origin = f"feature:{_feature_id(obj)}"
+        origin = f"feature:{_declared_id(obj)}"
         for name in meta_list(obj, "modules"):
             target = f"module:{name}"
             module = modules.get(name)
