@@ -22,7 +22,7 @@ from svc.host._service import open_service
 from svc.layer import Repository
 from svc.runtime import Executor
 
-pytest_plugins = ["tests.nursery.fixtures"]
+pytest_plugins = ["tests.nursery.fixtures", "tests.capabilities._graph_server"]
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_LAYER = ROOT / ".ai"

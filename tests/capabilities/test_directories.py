@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -11,50 +9,28 @@ import httpx
 import mcp_types as types
 import msgspec
 import pytest
-import trio
 
-from svc.api import LocalBackend, serve_http
-from svc.host._service import open_service
-from svc.layer import Repository, directory_report
+from svc.api import LocalBackend
+from svc.layer import directory_report
 from svc.runtime import Actor, Executor
 from tests.api._wire import assert_error
 from tests.api.test_mcp import connect
-from tests.layer._graph_layer import write_graph_layer
 
 ACTOR = Actor(kind="internal")
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return write_graph_layer(tmp_path / "checkout").resolve()
-
-
-@pytest.fixture
-async def dir_executor(root: Path) -> AsyncIterator[Executor]:
-    async with open_service(Repository.discover(root), surface="http", watch=False) as ex:
-        yield ex
-
-
-@pytest.fixture
-async def dir_server(dir_executor: Executor, nursery: trio.Nursery) -> AsyncIterator[str]:
-    shutdown = trio.Event()
-    url: str = await nursery.start(functools.partial(serve_http, dir_executor, port=0, shutdown=shutdown))
-    yield url
-    shutdown.set()
-
-
 async def test_every_example_answers_over_http_as_derived_and_serves_no_absolute_path(
-    root: Path, dir_executor: Executor, dir_server: str
+    layer_root: Path, layer_executor: Executor, layer_server: str
 ) -> None:
-    index = await dir_executor.runtime.objects_async()
-    cap = dir_executor.runtime.registry.by_id["directories.list"]
-    async with httpx.AsyncClient(base_url=dir_server) as http:
+    index = await layer_executor.runtime.objects_async()
+    cap = layer_executor.runtime.registry.by_id["directories.list"]
+    async with httpx.AsyncClient(base_url=layer_server) as http:
         for example in cap.examples:
             params = {k: str(v).lower() if isinstance(v, bool) else v for k, v in example.input.items()}
             answer = await http.get("/api/v1/directories", params=params)
             assert answer.status_code == 200, (example.name, answer.text)
             assert answer.content == msgspec.json.encode(directory_report(index, **example.input)), example.name
-            assert str(root) not in answer.text
+            assert str(layer_root) not in answer.text
         issues = (await http.get("/api/v1/directories", params={"path": "./.ai/repo/project/issues/"})).json()
     (node,) = issues["directories"]
     assert node["path"] == ".ai/repo/project/issues"
@@ -62,11 +38,11 @@ async def test_every_example_answers_over_http_as_derived_and_serves_no_absolute
     assert issues["tallies"] == {"directories": 10, "documented": 4, "exempt": 2, "owed": 4}
 
 
-async def test_bad_inputs_answer_their_status_over_http(root: Path, dir_server: str) -> None:
-    async with httpx.AsyncClient(base_url=dir_server) as http:
-        for path in (str(root / ".ai"), "/etc", ".ai/../x", "../.ai", "docs", "."):
+async def test_bad_inputs_answer_their_status_over_http(layer_root: Path, layer_server: str) -> None:
+    async with httpx.AsyncClient(base_url=layer_server) as http:
+        for path in (str(layer_root / ".ai"), "/etc", ".ai/../x", "../.ai", "docs", "."):
             message = assert_error(await http.get("/api/v1/directories", params={"path": path}), 400, "invalid_input")
-            assert str(root) not in message
+            assert str(layer_root) not in message
         assert_error(
             await http.get("/api/v1/directories", params={"path": ".ai/repo/nowhere"}), 404, "not_found", "nowhere"
         )
@@ -78,14 +54,14 @@ async def test_bad_inputs_answer_their_status_over_http(root: Path, dir_server: 
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-async def test_the_tool_and_the_resource_answer_over_mcp(root: Path, dir_executor: Executor, mode: Any) -> None:
-    cap = dir_executor.runtime.registry.by_id["directories.list"]
-    whole = await dir_executor.call(cap, dir_executor.decode_value(cap, {}), actor=ACTOR)
-    one = await dir_executor.call(cap, dir_executor.decode_value(cap, {"path": ".ai/repo/rules"}), actor=ACTOR)
-    async with connect(LocalBackend(dir_executor), mode) as client:
+async def test_the_tool_and_the_resource_answer_over_mcp(layer_root: Path, layer_executor: Executor, mode: Any) -> None:
+    cap = layer_executor.runtime.registry.by_id["directories.list"]
+    whole = await layer_executor.call(cap, layer_executor.decode_value(cap, {}), actor=ACTOR)
+    one = await layer_executor.call(cap, layer_executor.decode_value(cap, {"path": ".ai/repo/rules"}), actor=ACTOR)
+    async with connect(LocalBackend(layer_executor), mode) as client:
         called = await client.call_tool("svc_directories", {"path": ".ai/repo/rules"})
         resource = await client.read_resource("svc://directories")
-        outside = await client.call_tool("svc_directories", {"path": str(root)})
+        outside = await client.call_tool("svc_directories", {"path": str(layer_root)})
         unknown = await client.call_tool("svc_directories", {"path": ".ai/repo/nowhere"})
         bad_state = await client.call_tool("svc_directories", {"state": "lost"})
     text = called.content[0]
@@ -99,4 +75,4 @@ async def test_the_tool_and_the_resource_answer_over_mcp(root: Path, dir_executo
         error = result.content[0]
         assert isinstance(error, types.TextContent)
         assert error.text.startswith(f"{code}: ")
-        assert str(root) not in error.text
+        assert str(layer_root) not in error.text

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -11,37 +9,15 @@ import httpx
 import mcp_types as types
 import msgspec
 import pytest
-import trio
 
-from svc.api import LocalBackend, serve_http
+from svc.api import LocalBackend
 from svc.capabilities._graph import registry_facts
-from svc.host._service import open_service
-from svc.layer import GRAPH_IDS, Repository, derive_graph
+from svc.layer import GRAPH_IDS, derive_graph
 from svc.runtime import Actor, Executor
 from tests.api._wire import assert_error
 from tests.api.test_mcp import connect
-from tests.layer._graph_layer import write_graph_layer
 
 ACTOR = Actor(kind="internal")
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return write_graph_layer(tmp_path / "checkout").resolve()
-
-
-@pytest.fixture
-async def graph_executor(root: Path) -> AsyncIterator[Executor]:
-    async with open_service(Repository.discover(root), surface="http", watch=False) as ex:
-        yield ex
-
-
-@pytest.fixture
-async def graph_server(graph_executor: Executor, nursery: trio.Nursery) -> AsyncIterator[str]:
-    shutdown = trio.Event()
-    url: str = await nursery.start(functools.partial(serve_http, graph_executor, port=0, shutdown=shutdown))
-    yield url
-    shutdown.set()
 
 
 async def _call(ex: Executor, cap_id: str, **params: Any) -> bytes:
@@ -50,20 +26,20 @@ async def _call(ex: Executor, cap_id: str, **params: Any) -> bytes:
 
 
 async def test_every_graph_answers_over_http_as_derived_and_serves_no_absolute_path(
-    root: Path, graph_executor: Executor, graph_server: str
+    layer_root: Path, layer_executor: Executor, layer_server: str
 ) -> None:
-    index = await graph_executor.runtime.objects_async()
-    facts = registry_facts(graph_executor.runtime.registry)
-    async with httpx.AsyncClient(base_url=graph_server) as http:
+    index = await layer_executor.runtime.objects_async()
+    facts = registry_facts(layer_executor.runtime.registry)
+    async with httpx.AsyncClient(base_url=layer_server) as http:
         listed = await http.get("/api/v1/graphs")
         assert listed.status_code == 200
         assert [g["id"] for g in listed.json()["graphs"]] == list(GRAPH_IDS)
-        assert str(root) not in listed.text
+        assert str(layer_root) not in listed.text
         for graph_id in GRAPH_IDS:
             answer = await http.get("/api/v1/graph", params={"id": graph_id})
             assert answer.status_code == 200, answer.text
             assert answer.content == msgspec.json.encode(derive_graph(graph_id, facts, index))
-            assert str(root) not in answer.text
+            assert str(layer_root) not in answer.text
         composed = (await http.get("/api/v1/graph", params={"id": "composed"})).json()
     edges = {(e["source"], e["target"], e["kind"]) for e in composed["edges"]}
     assert ("svc://issue/I1", "svc://milestone/M1", "belongs_to") in edges
@@ -73,8 +49,8 @@ async def test_every_graph_answers_over_http_as_derived_and_serves_no_absolute_p
     assert registry["title"] == "Capability registry"
 
 
-async def test_bad_inputs_answer_their_status_over_http(graph_server: str) -> None:
-    async with httpx.AsyncClient(base_url=graph_server) as http:
+async def test_bad_inputs_answer_their_status_over_http(layer_server: str) -> None:
+    async with httpx.AsyncClient(base_url=layer_server) as http:
         message = assert_error(await http.get("/api/v1/graph", params={"id": "nope"}), 404, "not_found", "'nope'")
         for graph_id in GRAPH_IDS:
             assert graph_id in message
@@ -84,23 +60,25 @@ async def test_bad_inputs_answer_their_status_over_http(graph_server: str) -> No
         assert (await http.post("/api/v1/graph", json={"id": "rules"})).status_code == 405
 
 
-async def test_graph_get_is_cached_per_generation(graph_executor: Executor) -> None:
-    first = await _call(graph_executor, "graph.get", id="rules")
-    cache = graph_executor.cache("graph.get")
+async def test_graph_get_is_cached_per_generation(layer_executor: Executor) -> None:
+    first = await _call(layer_executor, "graph.get", id="rules")
+    cache = layer_executor.cache("graph.get")
     assert cache is not None
     hits = cache.hits
-    assert await _call(graph_executor, "graph.get", id="rules") == first
+    assert await _call(layer_executor, "graph.get", id="rules") == first
     assert cache.hits == hits + 1
-    graph_executor.runtime.generation.bump()
-    assert await _call(graph_executor, "graph.get", id="rules") == first
+    layer_executor.runtime.generation.bump()
+    assert await _call(layer_executor, "graph.get", id="rules") == first
     assert cache.hits == hits + 1
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-async def test_the_tools_and_the_resource_answer_over_mcp(root: Path, graph_executor: Executor, mode: Any) -> None:
-    expected = await _call(graph_executor, "graph.get", id="composed")
-    listed = await _call(graph_executor, "graph.list")
-    async with connect(LocalBackend(graph_executor), mode) as client:
+async def test_the_tools_and_the_resource_answer_over_mcp(
+    layer_root: Path, layer_executor: Executor, mode: Any
+) -> None:
+    expected = await _call(layer_executor, "graph.get", id="composed")
+    listed = await _call(layer_executor, "graph.list")
+    async with connect(LocalBackend(layer_executor), mode) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         assert {"svc_graph", "svc_graphs"} <= tools
         composed = await client.call_tool("svc_graph", {"id": "composed"})
@@ -113,7 +91,7 @@ async def test_the_tools_and_the_resource_answer_over_mcp(root: Path, graph_exec
     text = composed.content[0]
     assert isinstance(text, types.TextContent)
     assert text.text.encode() == expected
-    assert str(root) not in text.text
+    assert str(layer_root) not in text.text
     graphs_text = graphs.content[0]
     assert isinstance(graphs_text, types.TextContent)
     assert graphs_text.text.encode() == listed
