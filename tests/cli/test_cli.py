@@ -171,11 +171,13 @@ def test_generate_check_fails_on_a_hand_edited_copy(tmp_path: Path) -> None:
     assert target.read_bytes() != before[target]
 
 
-def test_a_query_imports_no_web_or_mcp_stack(tmp_path: Path) -> None:
+def test_a_query_imports_no_web_or_mcp_stack_and_no_running_mesh(tmp_path: Path) -> None:
     probe = (
         "import sys\nfrom svc.cli import main\ntry:\n    main(['health', 'live', '--json'])\nexcept SystemExit:\n"
         "    pass\nheavy = [m for m in ('quart', 'quart_trio', 'hypercorn', 'mcp', 'starlette', 'pydantic',"
-        " 'markdown_it', 'cryptography') if m in sys.modules]\nprint('HEAVY', heavy)\n"
+        " 'markdown_it', 'cryptography', 'jsonschema', 'svc.mesh_udp._cooperation', 'svc.mesh_udp._links',"
+        " 'svc.mesh_udp._journal', 'svc.mesh_udp._fold', 'svc.mesh_udp._events', 'svc.mesh_udp._handovers')"
+        " if m in sys.modules]\nprint('HEAVY', heavy)\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60, check=True, env=ENV)
     lines = result.stdout.decode().splitlines()

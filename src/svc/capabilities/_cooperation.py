@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
+from typing import TYPE_CHECKING
 
 import msgspec
 import trio
@@ -26,7 +27,6 @@ from svc.mesh_udp import (
     NOT_RUNNING,
     ClaimInput,
     ConsumeAnswer,
-    Cooperation,
     CooperationStatus,
     DoctorCheck,
     EventList,
@@ -47,12 +47,12 @@ from svc.mesh_udp import (
     SessionInput,
     StateFilter,
     Written,
-    board_session,
-    materialize_handover,
-    read_handover,
 )
 from svc.registry import Benchmark, Declarations, Example, NoInput
 from svc.runtime import Context
+
+if TYPE_CHECKING:
+    from svc.mesh_udp import Cooperation
 
 #: Writes change the journal, so their examples are no repeatable benchmark case.
 _WRITE = Benchmark(policy="waived", reason="transient_state")
@@ -107,6 +107,8 @@ def _session(ctx: Context, session: str | None) -> str:
     peer = _peer(ctx)
     if peer is None:
         raise InvalidInput(_NO_SESSION)
+    from svc.mesh_udp._cooperation import board_session
+
     return board_session(peer)
 
 
@@ -188,6 +190,8 @@ async def session_close(ctx: Context, params: SessionCloseInput) -> Written:
 
 async def handover_publish(ctx: Context, params: HandoverPublishInput) -> Written:
     """Publish the newest (or the named) handover record of this checkout to every linked runtime."""
+    from svc.mesh_udp._handovers import read_handover
+
     coop = await _active(ctx)
     handover = await trio.to_thread.run_sync(
         partial(read_handover, ctx.runtime.repository, params.name, issue=params.issue, milestone=params.milestone)
@@ -200,6 +204,8 @@ async def handover_consume(ctx: Context, params: HandoverConsumeInput) -> Consum
     coop = await _active(ctx)
     path = None
     if params.materialize:
+        from svc.mesh_udp._handovers import materialize_handover
+
         view = coop.handover(params.handover)
         try:
             path, _ = await trio.to_thread.run_sync(

@@ -9,6 +9,9 @@ tasks, the heartbeat and the writes. `Mesh` assembles both per runtime; a server
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+from typing import Any as _Any
+
 from svc.mesh_udp._canonical import DOMAIN_ENVELOPE as DOMAIN_ENVELOPE
 from svc.mesh_udp._canonical import DOMAIN_EVENT as DOMAIN_EVENT
 from svc.mesh_udp._canonical import NotCanonical as NotCanonical
@@ -41,8 +44,6 @@ from svc.mesh_udp._coop_views import SessionCloseInput as SessionCloseInput
 from svc.mesh_udp._coop_views import SessionInput as SessionInput
 from svc.mesh_udp._coop_views import StateFilter as StateFilter
 from svc.mesh_udp._coop_views import Written as Written
-from svc.mesh_udp._cooperation import Cooperation as Cooperation
-from svc.mesh_udp._cooperation import board_session as board_session
 from svc.mesh_udp._core import REFUSAL_REASONS as REFUSAL_REASONS
 from svc.mesh_udp._core import Beacon as Beacon
 from svc.mesh_udp._core import Handled as Handled
@@ -52,15 +53,11 @@ from svc.mesh_udp._declaration import DeclarationReading as DeclarationReading
 from svc.mesh_udp._declaration import MeshDeclaration as MeshDeclaration
 from svc.mesh_udp._declaration import read_declaration as read_declaration
 from svc.mesh_udp._doctor import run_doctor as run_doctor
-from svc.mesh_udp._events import Event as Event
 from svc.mesh_udp._firewall import AdmitCommand as AdmitCommand
 from svc.mesh_udp._firewall import FirewallReport as FirewallReport
 from svc.mesh_udp._firewall import Host as Host
 from svc.mesh_udp._firewall import SystemHost as SystemHost
 from svc.mesh_udp._firewall import firewall_report as firewall_report
-from svc.mesh_udp._fold import fold as fold
-from svc.mesh_udp._handovers import materialize_handover as materialize_handover
-from svc.mesh_udp._handovers import read_handover as read_handover
 from svc.mesh_udp._identity import IdentityError as IdentityError
 from svc.mesh_udp._identity import IdentityReading as IdentityReading
 from svc.mesh_udp._identity import NodeIdentity as NodeIdentity
@@ -70,9 +67,6 @@ from svc.mesh_udp._identity import identity_path as identity_path
 from svc.mesh_udp._identity import read_identity as read_identity
 from svc.mesh_udp._identity import repository_id as repository_id
 from svc.mesh_udp._identity import runtime_id as runtime_id
-from svc.mesh_udp._journal import Journal as Journal
-from svc.mesh_udp._journal import JournalStore as JournalStore
-from svc.mesh_udp._links import Links as Links
 from svc.mesh_udp._mesh import NOT_RUNNING as NOT_RUNNING
 from svc.mesh_udp._mesh import Mesh as Mesh
 from svc.mesh_udp._mesh import start_mesh as start_mesh
@@ -95,6 +89,43 @@ from svc.mesh_udp._views import RegisterAnswer as RegisterAnswer
 from svc.mesh_udp._wire import Envelope as Envelope
 from svc.mesh_udp._wire import build_envelope as build_envelope
 from svc.mesh_udp._wire import check_envelope as check_envelope
+
+#: Names whose modules only a running mesh needs (links, the journal, the fold, handover records): loaded on
+#: first use, so a command line that declares the mesh's capabilities does not import them.
+_LAZY: dict[str, str] = {
+    "Cooperation": "svc.mesh_udp._cooperation",
+    "board_session": "svc.mesh_udp._cooperation",
+    "Event": "svc.mesh_udp._events",
+    "fold": "svc.mesh_udp._fold",
+    "Journal": "svc.mesh_udp._journal",
+    "JournalStore": "svc.mesh_udp._journal",
+    "Links": "svc.mesh_udp._links",
+    "materialize_handover": "svc.mesh_udp._handovers",
+    "read_handover": "svc.mesh_udp._handovers",
+}
+
+if TYPE_CHECKING:
+    from svc.mesh_udp._cooperation import Cooperation as Cooperation
+    from svc.mesh_udp._cooperation import board_session as board_session
+    from svc.mesh_udp._events import Event as Event
+    from svc.mesh_udp._fold import fold as fold
+    from svc.mesh_udp._handovers import materialize_handover as materialize_handover
+    from svc.mesh_udp._handovers import read_handover as read_handover
+    from svc.mesh_udp._journal import Journal as Journal
+    from svc.mesh_udp._journal import JournalStore as JournalStore
+    from svc.mesh_udp._links import Links as Links
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DOMAIN_ENVELOPE",

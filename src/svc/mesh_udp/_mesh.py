@@ -22,7 +22,6 @@ import trio
 
 from svc._version import __version__
 from svc.layer import ensure_local_state
-from svc.mesh_udp._cooperation import Cooperation
 from svc.mesh_udp._core import Beacon, MeshCore
 from svc.mesh_udp._declaration import DeclarationReading, read_declaration
 from svc.mesh_udp._identity import (
@@ -55,6 +54,7 @@ from svc.mesh_udp._views import (
 
 if TYPE_CHECKING:
     from svc.layer import Repository
+    from svc.mesh_udp._cooperation import Cooperation
     from svc.runtime import Supervisor
 
 __all__ = ["Mesh", "start_mesh"]
@@ -258,6 +258,8 @@ class Mesh:
         assert self.repository is not None
         assert self.repository.id is not None
         identity, stream = self.identity, f"{self.identity.node_id}-{self.runtime}-{self.instance}"
+        from svc.mesh_udp._cooperation import Cooperation
+
         state_dir = self.state_dir
         opening = partial(
             Cooperation.open_journal,
