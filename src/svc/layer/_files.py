@@ -19,10 +19,11 @@ __all__ = ["ensure_local_state", "remove_stale_temps", "write_atomic"]
 _TEMP_NAME = re.compile(r"^\.(?P<name>[^/]+)\.[a-z0-9_]{8}\.tmp$")
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: bool = True) -> None:
     """Replace `path` with `data` so that a reader sees the old bytes or the new, never a mix.
 
     The file keeps its mode when it exists (else `mode`, else 0o644). A failure leaves `path` untouched.
+    `durable=False` skips both fsyncs: for a cache, where a file a crash left empty is only a miss.
     """
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
@@ -35,13 +36,16 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.chmod(tmp, keep)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    if not durable:
+        return
     dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -17,10 +17,11 @@ repository-relative path when the kind names none. Identities are percent-encode
 object per item of its list. A file that cannot be read, or whose content breaks its kind's rules, is no
 object: it is one diagnostic (codes in docs/objects.md). Two objects claiming one URI are both excluded.
 
-The index is a pure reading of the files: it never writes. Files are read under the reading rule
-(`read_repository_file`): symlinks, FIFOs, devices, files over 4 MiB and non-UTF-8 files are refused, and
-titles and descriptions are cut at 1,000 characters. It carries a fingerprint: SHA-256 over every object, in
-URI order, of its path, a NUL byte, its content and a line feed.
+The index is a reading of the files; all a build writes is its reading cache under `.ai/local/cache/`
+(svc.layer._readings), so that a file is parsed again only when its bytes change. Files are read under the
+reading rule (`read_repository_file`): symlinks, FIFOs, devices, files over 4 MiB and non-UTF-8 files are
+refused, and titles and descriptions are cut at 1,000 characters. It carries a fingerprint: SHA-256 over
+every object, in URI order, of its path, a NUL byte, its content and a line feed.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ import msgspec
 from svc.layer._git import run_git
 from svc.layer._kinds import KindSchema, KindSpec, load_kind_schema
 from svc.layer._manifest import LayerReading, read_manifest
-from svc.layer._read import MAX_FILE_BYTES, check_repository_file, clip, read_repository_file
+from svc.layer._object_model import IndexDiagnostic, LayerObject, ObjectProvenance, Reading, Severity
+from svc.layer._read import MAX_FILE_BYTES, clip, read_repository_file
+from svc.layer._readings import CACHE_FILE, Readings, digest
 from svc.layer._repository import Repository
 from svc.layer._yaml import YamlError, load_yaml
 
@@ -89,70 +92,6 @@ _TEXT_LIMIT = 1000
 _PCHAR = "!$&'()*+,;=:@/"
 _BAD_IDENTITY = re.compile(r"[/@\s]")
 _JSON = msgspec.json.Encoder()
-
-Severity = Literal["error", "warning"]
-
-
-class ObjectProvenance(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """Where an object was read from.
-
-    `path` is the repository-relative file, `directory` its folder (`.` for the root), `source_class` the class
-    that found it, `section` the manifest section the path falls under, `bytes` the size of the file's UTF-8
-    text, and `member` (`<list>.<index>`) the item of a collection file the object is.
-    """
-
-    path: str
-    directory: str
-    source_class: str
-    section: str | None = None
-    bytes: int
-    member: str | None = None
-
-
-class IndexDiagnostic(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A finding of building the index: an excluded file (`error`) or a note (`warning`)."""
-
-    severity: Severity
-    code: str
-    path: str
-    message: str
-    member: str | None = None
-
-
-class LayerObject(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One object of the layer: how it is named, what its file says, and where it comes from.
-
-    `metadata` is the parsed front matter (Markdown), the whole mapping (YAML) or the item (a collection
-    member), keys in file order; `content` is the file's text as read, or the item as pretty-printed JSON.
-    """
-
-    uri: str
-    id: str
-    kind: str
-    identity: str
-    title: str | None = None
-    description: str | None = None
-    tags: tuple[str, ...] = ()
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-    provenance: ObjectProvenance
-    media_type: str
-    content: str = ""
-
-    @property
-    def path(self) -> str:
-        """The repository-relative path of the object's file."""
-        return self.provenance.path
-
-    @property
-    def member(self) -> str | None:
-        """`<list>.<index>` for a member of a collection file, else None."""
-        return self.provenance.member
-
-    @property
-    def source_class(self) -> str:
-        """The source class that found the object's file."""
-        return self.provenance.source_class
-
 
 #: The name the index's API notes use for `ObjectProvenance`.
 Provenance = ObjectProvenance
@@ -376,21 +315,6 @@ def _pattern(entries: list[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{p})" for p in parts), re.S) if parts else None
 
 
-_Key = tuple[str, str, str, bytes]
-
-
-@dataclass(slots=True)
-class _Read:
-    """What reading one file gave: its objects, and its diagnostics."""
-
-    objects: list[LayerObject]
-    diagnostics: list[IndexDiagnostic]
-
-
-#: Per checkout root: the reading token of its last build and what each file's reading gave.
-_READINGS: dict[str, tuple[Any, dict[_Key, _Read]]] = {}
-
-
 class _Builder:
     """One build of the index over one checkout."""
 
@@ -404,12 +328,9 @@ class _Builder:
         self.sections = sorted(sections, key=lambda s: -len(s[0]))
         self.documents = frozenset(reading.context_documents)
         self.reader = _Reader(repo)
-        #: What reading each file gave in the last build of this checkout, by (class, kind, path, digest):
-        #: a rebuild re-reads every file but parses only those whose bytes changed.
+        #: Under which token earlier readings hold (svc.layer._readings).
         self.token = (self.schema.token, tuple(sorted(reading.sections.items())), tuple(sorted(self.documents)))
-        held = _READINGS.get(str(repo.root))
-        self.previous: dict[_Key, _Read] = held[1] if held is not None and held[0] == self.token else {}
-        self.used: dict[_Key, _Read] = {}
+        self.readings: Readings | None = None
 
     def build(self) -> ObjectIndex:
         repo = self.repo
@@ -419,18 +340,23 @@ class _Builder:
             IndexDiagnostic(severity=p.severity, code=p.code, path=p.path, message=p.message)
             for p in self.schema.problems
         ]
-        paths = _discover(repo, [c.pattern for c in classes])
+        cache = f"{self.layer}/{CACHE_FILE}"
+        documents = [f"{_glob_escape(self.layer)}/**/{_glob_escape(d)}" for d in sorted(self.documents)]
+        paths = _discover(repo, [*(c.pattern for c in classes), *documents, _glob_escape(cache)])
         regexes = [(c, glob_regex(c.pattern)) for c in classes]
+        context = SourceClass(id="context", kind="context", pattern=f"{self.layer}/**")
+        local = f"{self.layer}/local/"
         claimed: dict[str, SourceClass] = {}
         for path in paths:
             for source, regex in regexes:
                 if regex.match(path):
                     claimed[path] = source
                     break
-        context = SourceClass(id="context", kind="context", pattern=f"{self.layer}/**")
-        for path in _walk(repo, self.layer, admissible_only=False):
-            if path.rsplit("/", 1)[-1] in self.documents and path not in claimed:
-                claimed[path] = context
+            else:
+                if path.rsplit("/", 1)[-1] in self.documents and not path.startswith(local):
+                    claimed[path] = context
+        tracked = repo.git_dir is not None and cache in paths
+        self.readings = Readings(repo, self.layer, self.token, shared=not tracked)
         scope = _Scope.read(repo, self.reading, self.layer)
         objects: list[LayerObject] = []
         for path in sorted(claimed):
@@ -459,21 +385,22 @@ class _Builder:
                         member=c.member,
                     )
                 )
-        _READINGS[str(self.repo.root)] = (self.token, self.used)
+        self.readings.close()
         return ObjectIndex(kept, classes, diagnostics=diagnostics, kinds=self.schema)
 
-    def read_file(self, path: str, source: SourceClass) -> _Read:
+    def read_file(self, path: str, source: SourceClass) -> Reading:
         raw = self.reader.read(path)
-        if isinstance(raw, _Read):
+        if isinstance(raw, Reading):
             return raw
-        key = (source.id, source.kind, path, hashlib.blake2b(raw, digest_size=16).digest())
-        done = self.previous.get(key)
+        assert self.readings is not None
+        key = (source.id, source.kind, path, digest(raw))
+        done = self.readings.get(key)
         if done is None:
             done = self.read_bytes(path, source, raw)
-        self.used[key] = done
+            self.readings.put(key, done)
         return done
 
-    def read_bytes(self, path: str, source: SourceClass, raw: bytes) -> _Read:
+    def read_bytes(self, path: str, source: SourceClass, raw: bytes) -> Reading:
         spec = self.schema.get(source.kind)
         if spec is None:
             known = ", ".join(sorted(self.schema.kinds))
@@ -503,7 +430,7 @@ class _Builder:
                 return name
         return None
 
-    def _markdown(self, base: _Base, spec: KindSpec, text: str, *, context_document: bool) -> _Read:
+    def _markdown(self, base: _Base, spec: KindSpec, text: str, *, context_document: bool) -> Reading:
         path = base.path
         front = _split_front_matter(text)
         if isinstance(front, str):
@@ -546,7 +473,7 @@ class _Builder:
             spec = declared
         return self._one(base, spec, meta, body, text)
 
-    def _yaml(self, base: _Base, spec: KindSpec, text: str) -> _Read:
+    def _yaml(self, base: _Base, spec: KindSpec, text: str) -> Reading:
         path = base.path
         try:
             loaded = load_yaml(text)
@@ -563,7 +490,7 @@ class _Builder:
         items = meta.get(spec.members)
         if not isinstance(items, list):
             return _fail("missing_field", path, f"{path} has no list {spec.members!r} of {spec.name} objects")
-        done = _Read([], [])
+        done = Reading()
         for i, item in enumerate(items):
             member = f"{spec.members}.{i}"
             if not isinstance(item, dict):
@@ -577,7 +504,7 @@ class _Builder:
             done.diagnostics.extend(one.diagnostics)
         return done
 
-    def _one(self, base: _Base, spec: KindSpec, meta: dict[str, Any], body: str, content: str) -> _Read:
+    def _one(self, base: _Base, spec: KindSpec, meta: dict[str, Any], body: str, content: str) -> Reading:
         return self._object(base, spec, meta, body, content, member=None, versioned=True)
 
     def _object(
@@ -590,7 +517,7 @@ class _Builder:
         *,
         member: str | None,
         versioned: bool,
-    ) -> _Read:
+    ) -> Reading:
         path = base.path
         where = f"{path} {member}" if member else path
         if versioned:
@@ -646,7 +573,7 @@ class _Builder:
             media_type="application/json" if member is not None else spec.media_type,
             content=content,
         )
-        return _Read([obj], [])
+        return Reading(objects=[obj])
 
 
 @dataclass(frozen=True, slots=True)
@@ -663,8 +590,8 @@ def _diag(
     return IndexDiagnostic(severity=severity, code=code, path=path, message=clip(message, 1000), member=member)
 
 
-def _fail(code: str, path: str, message: str, *, member: str | None = None) -> _Read:
-    return _Read([], [_diag(code, path, message, member=member)])
+def _fail(code: str, path: str, message: str, *, member: str | None = None) -> Reading:
+    return Reading(diagnostics=[_diag(code, path, message, member=member)])
 
 
 def _where(obj: LayerObject) -> str:
@@ -676,6 +603,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_CHUNK = 64 * 1024
 
 
 class _Reader:
@@ -697,7 +625,7 @@ class _Reader:
             known = self._dirs[directory] = real == self.top or real.startswith(self.top + os.sep)
         return known
 
-    def read(self, path: str) -> bytes | _Read:
+    def read(self, path: str) -> bytes | Reading:
         """The file's bytes, or the diagnostic saying why it is not read."""
         full = os.path.join(self.root, path)
         try:
@@ -722,14 +650,17 @@ class _Reader:
             opened = os.fstat(fd)
             if not stat.S_ISREG(opened.st_mode):
                 return _fail("not_a_file", path, f"{path} is not a regular file")
+            # One read of the size fstat gave (plus one byte, to see growth), then small reads to the end.
+            want = min(opened.st_size, MAX_FILE_BYTES) + 1
             chunks: list[bytes] = []
             total = 0
             while total <= MAX_FILE_BYTES:
-                chunk = os.read(fd, MAX_FILE_BYTES + 1 - total)
+                chunk = os.read(fd, want)
                 if not chunk:
                     break
                 chunks.append(chunk)
                 total += len(chunk)
+                want = min(_CHUNK, MAX_FILE_BYTES + 1 - total)
         except OSError as exc:
             return _fail("unreadable", path, f"{path} cannot be read: {exc.strerror or type(exc).__name__}")
         finally:
@@ -772,7 +703,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _version_problem(spec: KindSpec, meta: Mapping[str, Any], path: str) -> _Read | None:
+def _version_problem(spec: KindSpec, meta: Mapping[str, Any], path: str) -> Reading | None:
     if spec.schema_version is None:
         return None
     field, supported = spec.schema_version
@@ -812,13 +743,18 @@ def _discover(repo: Repository, patterns: list[str]) -> list[str]:
         listed = run_git(repo.root, "ls-files", "-z", "--cached", "--", *globs, timeout=_GIT_SECONDS)
         if listed is not None:
             return sorted({os.fsdecode(n) for n in listed.split(b"\0") if n})
-    regexes = [glob_regex(p) for p in patterns]
+    by_start: dict[str, list[re.Pattern[str]]] = {}
+    for pattern in patterns:
+        by_start.setdefault(_literal_prefix(pattern), []).append(glob_regex(pattern))
     found: set[str] = set()
-    for pattern, regex in zip(patterns, regexes, strict=True):
-        for path in _walk(repo, _literal_prefix(pattern), admissible_only=False):
-            if regex.match(path):
-                found.add(path)
+    for start, regexes in by_start.items():
+        found.update(path for path in _walk(repo, start) if any(r.match(path) for r in regexes))
     return sorted(found)
+
+
+def _glob_escape(text: str) -> str:
+    """`text` as a `:(glob)` pattern matching exactly itself."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
 
 
 def _literal_prefix(pattern: str) -> str:
@@ -831,30 +767,18 @@ def _literal_prefix(pattern: str) -> str:
     return "/".join(head)
 
 
-def _admissible(repo: Repository, rel: str) -> bool:
-    """Whether `rel` is a regular file whose real path stays inside the checkout (any size)."""
-    try:
-        check_repository_file(repo.root, Path(rel), limit=2**62)
-    except OSError:
-        return False
-    return True
+def _walk(repo: Repository, start: str) -> Iterable[str]:
+    """Every file under `start` (repository-relative), skipping VCS, environments, caches and `.ai/local/`.
 
-
-def _walk(repo: Repository, start: str, *, admissible_only: bool = True) -> Iterable[str]:
-    """Files under `start` (repository-relative), skipping VCS, environments, caches and `.ai/local/`.
-
-    Symlinked directories are not descended; with `admissible_only`, a file counts only when it is a regular
-    file resolving inside the checkout (otherwise every entry is yielded, for the reader to refuse).
+    Symlinked directories are not descended; every other entry is yielded, for the reader to refuse.
     """
-    base = repo.root / start if start else repo.root
-    local = repo.layer / "local"
-    for dirpath, dirnames, filenames in os.walk(base):
-        here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS and (here / d) != local)
+    root = str(repo.root)
+    local = str(repo.layer / "local")
+    for dirpath, dirnames, filenames in os.walk(os.path.join(root, start) if start else root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS and os.path.join(dirpath, d) != local)
+        here = os.path.relpath(dirpath, root).replace(os.sep, "/")
         for name in sorted(filenames):
-            rel = repo.relative(here / name)
-            if not admissible_only or _admissible(repo, rel):
-                yield rel
+            yield name if here == "." else f"{here}/{name}"
 
 
 def _text(value: Any) -> str | None:
