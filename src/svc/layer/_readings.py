@@ -17,7 +17,7 @@ import logging
 
 import msgspec
 
-from svc import __version__
+from svc._version import __version__
 from svc.layer._files import ensure_local_state, write_atomic
 from svc.layer._object_model import Reading
 from svc.layer._read import read_repository_file
