@@ -109,7 +109,7 @@ async def test_a_symlink_to_dev_zero_under_a_memory_limit_is_a_finding_not_a_cra
         os.symlink("/dev/zero", checkout / ISSUES / "I0999.yaml")
         os.symlink("/etc/passwd", checkout / ISSUES / "I0998.yaml")
         async with httpx.AsyncClient(base_url=match[1].decode()) as http:
-            with trio.fail_after(15):  # the watcher looks every 250 ms, then rebuilds in a thread
+            with trio.fail_after(15):  # the watcher wakes on the change, then rebuilds in a thread
                 while (await http.get("/api/v1/ready")).json()["layer"] != "fail":
                     assert await live_latency(http) < LIVE_SECONDS
                     await trio.sleep(0.1)

@@ -1,7 +1,7 @@
 """The repository watcher survives any failure of one round, and the layer state is built off the loop.
 
 The watcher's rounds and hooks run in worker threads; these tests drive `refresh` and `watch` directly, with
-the autojump clock where only trio waits are involved.
+the autojump clock where only trio waits are involved. `test_watch.py` tests the watcher on real changes.
 """
 
 from __future__ import annotations
@@ -63,10 +63,10 @@ async def test_a_hook_that_hangs_is_waited_for_at_most_its_deadline(
         release.set()
 
 
-async def test_the_watcher_goes_on_after_a_failed_round(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+async def test_the_polling_watcher_goes_on_after_a_failed_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    generation = Generation(Repository.discover(tmp_path), stamp=b"")
+    generation = Generation(Repository.discover(tmp_path), stamp=b"", mode="poll")
     rounds: list[int] = []
     third = trio.Event()
 

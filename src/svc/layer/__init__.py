@@ -39,13 +39,17 @@ from svc.layer._lease import release_lease as release_lease
 from svc.layer._manifest import DEFAULT_SECTIONS as DEFAULT_SECTIONS
 from svc.layer._manifest import LayerReading as LayerReading
 from svc.layer._manifest import read_manifest as read_manifest
+from svc.layer._objects import SKIPPED_DIRS as SKIPPED_DIRS
 from svc.layer._objects import IndexDiagnostic as IndexDiagnostic
 from svc.layer._objects import LayerObject as LayerObject
 from svc.layer._objects import ObjectIndex as ObjectIndex
 from svc.layer._objects import ObjectProvenance as ObjectProvenance
 from svc.layer._objects import Provenance as Provenance
 from svc.layer._objects import SourceClass as SourceClass
+from svc.layer._objects import glob_regex as glob_regex
+from svc.layer._objects import literal_prefix as literal_prefix
 from svc.layer._objects import object_uri as object_uri
+from svc.layer._objects import source_classes as source_classes
 from svc.layer._read import MAX_FILE_BYTES as MAX_FILE_BYTES
 from svc.layer._read import Unreadable as Unreadable
 from svc.layer._read import check_repository_dir as check_repository_dir
@@ -65,6 +69,7 @@ __all__ = [
     "DEFAULT_SECTIONS",
     "GRAPH_IDS",
     "MAX_FILE_BYTES",
+    "SKIPPED_DIRS",
     "ActiveTask",
     "CapabilityFacts",
     "Continuity",
@@ -107,7 +112,9 @@ __all__ = [
     "dump_yaml",
     "ensure_local_state",
     "front_matter",
+    "glob_regex",
     "graph_list",
+    "literal_prefix",
     "load_yaml",
     "object_uri",
     "pid_alive",
@@ -119,5 +126,6 @@ __all__ = [
     "release_lease",
     "remove_stale_temps",
     "run_git",
+    "source_classes",
     "write_atomic",
 ]

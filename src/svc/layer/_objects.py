@@ -50,6 +50,7 @@ from svc.layer._repository import Repository
 from svc.layer._yaml import YamlError, load_yaml
 
 __all__ = [
+    "SKIPPED_DIRS",
     "IndexDiagnostic",
     "LayerObject",
     "ObjectIndex",
@@ -58,6 +59,7 @@ __all__ = [
     "SourceClass",
     "encode_identity",
     "glob_regex",
+    "literal_prefix",
     "object_uri",
 ]
 
@@ -83,7 +85,7 @@ _FRONT_OPEN = re.compile(r"\A---[ \t]*\r?\n")
 _FRONT_CLOSE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.M)
 _HEADING = re.compile(r"^#[ \t]+(\S.*)$", re.M)
 _GIT_SECONDS = 10.0
-_SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache"})
+SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache"})
 #: What a YAML text that does not load raises (aliases and libyaml's nesting bound are `YamlError`s).
 _NOT_YAML = (YamlError, ValueError, TypeError, RecursionError)
 #: The longest title or description an object carries.
@@ -745,7 +747,7 @@ def _discover(repo: Repository, patterns: list[str]) -> list[str]:
             return sorted({os.fsdecode(n) for n in listed.split(b"\0") if n})
     by_start: dict[str, list[re.Pattern[str]]] = {}
     for pattern in patterns:
-        by_start.setdefault(_literal_prefix(pattern), []).append(glob_regex(pattern))
+        by_start.setdefault(literal_prefix(pattern), []).append(glob_regex(pattern))
     found: set[str] = set()
     for start, regexes in by_start.items():
         found.update(path for path in _walk(repo, start) if any(r.match(path) for r in regexes))
@@ -757,8 +759,8 @@ def _glob_escape(text: str) -> str:
     return re.sub(r"([*?\[])", r"[\1]", text)
 
 
-def _literal_prefix(pattern: str) -> str:
-    """The directory a pattern starts in (its path before the first wildcard segment)."""
+def literal_prefix(pattern: str) -> str:
+    """The directory a `:(glob)` pattern starts in (its segments before the first wildcard, the name left out)."""
     head: list[str] = []
     for segment in pattern.split("/")[:-1]:
         if any(ch in segment for ch in "*?["):
@@ -775,7 +777,7 @@ def _walk(repo: Repository, start: str) -> Iterable[str]:
     root = str(repo.root)
     local = str(repo.layer / "local")
     for dirpath, dirnames, filenames in os.walk(os.path.join(root, start) if start else root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS and os.path.join(dirpath, d) != local)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS and os.path.join(dirpath, d) != local)
         here = os.path.relpath(dirpath, root).replace(os.sep, "/")
         for name in sorted(filenames):
             yield name if here == "." else f"{here}/{name}"
