@@ -27,6 +27,19 @@ pytest_plugins = ["tests.nursery.fixtures", "tests.capabilities._graph_server"]
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_LAYER = ROOT / ".ai"
 DEFAULT_BOUND = 30.0
+#: The shared corpus of a real `.ai/` layer, beside the repository (CI clones `shared/` next to it). Tests read
+#: a copy (`corpus_copy`): reading a layer writes svc's caches under its `.ai/local/`.
+SHARED_CORPUS = (ROOT.parent / "shared" / "corpus" / "reference-layer").resolve()
+
+
+@pytest.fixture(scope="session")
+def corpus_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the shared corpus for this session (skipped when the corpus is not beside the repository)."""
+    if not (SHARED_CORPUS / ".ai" / "repo" / "project").is_dir():
+        pytest.skip(f"the shared corpus is not at {SHARED_CORPUS} (clone shared/ beside the repository)")
+    copy = tmp_path_factory.mktemp("corpus") / "reference-layer"
+    shutil.copytree(SHARED_CORPUS, copy, ignore=shutil.ignore_patterns("local"))
+    return copy
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -274,12 +274,8 @@ def test_the_relations_table_carries_the_plan() -> None:
     }
 
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "reference-layer"
-
-
-@pytest.mark.skipif(not (CORPUS / ".ai").is_dir(), reason="the reference corpus is not beside this checkout")
-def test_the_reference_corpus_composes_with_its_dangling_references_as_findings() -> None:
-    index = _index(CORPUS)
+def test_the_reference_corpus_composes_with_its_dangling_references_as_findings(corpus_copy: Path) -> None:
+    index = _index(corpus_copy)
     graph = _graph("composed", index, RegistryFacts())
     assert graph.metadata.truncated is False
     belongs = [e for e in graph.edges if e.kind == "belongs_to"]

@@ -12,8 +12,6 @@ from svc.layer import ObjectIndex, Repository
 from svc.layer._objects import encode_identity
 from tests.conftest import EXAMPLE_LAYER, make_checkout
 
-CORPUS = Path("/work/shared/corpus/reference-layer")
-
 SOURCES = """\
 version: 1
 sources:
@@ -223,12 +221,8 @@ def test_a_lookup_accepts_the_decoded_uri(tmp_path: Path) -> None:
     assert index.get("svc://document/.ai/repo/rules/project/odd name.md") is obj
 
 
-def test_the_reference_corpus_loads_and_lists(tmp_path: Path) -> None:
-    if not CORPUS.is_dir():
-        pytest.skip("the shared corpus is absent")
-    root = tmp_path / "corpus"
-    shutil.copytree(CORPUS, root)
-    index = ObjectIndex.build(Repository.discover(root))
+def test_the_reference_corpus_loads_and_lists(corpus_copy: Path) -> None:
+    index = ObjectIndex.build(Repository.discover(corpus_copy))
     assert len(index.of_kind("issue")) == 406
     assert len(index.of_kind("milestone")) == 65
     assert index.state == "degraded"

@@ -9,16 +9,11 @@ import pytest
 from tests.conftest import make_checkout
 from tests.plan._records import active, done, issue, milestone, write_layer
 
-#: The shared corpus, beside the repository (CI clones the repository with `shared/` next to it).
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "reference-layer"
-
 
 @pytest.fixture
-def corpus() -> Path:
-    """The reference layer's checkout root (skipped when the shared corpus is not beside the repository)."""
-    if not (CORPUS / ".ai" / "repo" / "project").is_dir():
-        pytest.skip(f"the shared corpus is not at {CORPUS.resolve()} (clone shared/ beside the repository)")
-    return CORPUS.resolve()
+def corpus(corpus_copy: Path) -> Path:
+    """The reference layer's checkout root: this session's copy of the shared corpus."""
+    return corpus_copy
 
 
 def small_plan() -> tuple[list[dict[str, object]], list[dict[str, object]]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from svc.plan import PlanFinding, RecordCache, derive, load_records
+from svc.plan import PlanFinding, derive, load_records
 from tests.plan._records import issue, milestone, records_of, yaml_bytes
 
 BASE = ".ai/repo/project"
@@ -127,14 +127,3 @@ def test_project_header_and_finding_order() -> None:
     assert records.project.name == "demo"
     assert [f.subject for f in records.findings] == ["project"] + ["M1"] * 9 + ["I1"]
     assert records.findings[0].message == f"{BASE}/project.yaml: unknown key 'active_milestone'"
-
-
-def test_the_cache_reuses_a_parse_only_for_identical_bytes() -> None:
-    cache = RecordCache()
-    first = load_records(None, [], [("I1.yaml", yaml_bytes(issue("I1")))], cache=cache)
-    again = load_records(None, [], [("I1.yaml", yaml_bytes(issue("I1")))], cache=cache)
-    assert again.issues[0] is first.issues[0]
-    changed = load_records(None, [], [("I1.yaml", yaml_bytes(issue("I1", title="new")))], cache=cache)
-    assert changed.issues[0].title == "new"
-    load_records(None, [], [], cache=cache)
-    assert len(cache) == 0, "a load keeps only the files it saw"

@@ -51,12 +51,14 @@ from svc.layer._objects import literal_prefix as literal_prefix
 from svc.layer._objects import object_uri as object_uri
 from svc.layer._objects import source_classes as source_classes
 from svc.layer._read import MAX_FILE_BYTES as MAX_FILE_BYTES
+from svc.layer._read import ScannedFile as ScannedFile
 from svc.layer._read import Unreadable as Unreadable
 from svc.layer._read import check_repository_dir as check_repository_dir
 from svc.layer._read import check_repository_file as check_repository_file
 from svc.layer._read import clip as clip
 from svc.layer._read import read_repository_dir as read_repository_dir
 from svc.layer._read import read_repository_file as read_repository_file
+from svc.layer._read import scan_repository_dir as scan_repository_dir
 from svc.layer._repository import GitState as GitState
 from svc.layer._repository import Repository as Repository
 from svc.layer._repository import checkout_id as checkout_id
@@ -96,6 +98,7 @@ __all__ = [
     "RegistryFacts",
     "Repository",
     "RepositoryEnvironment",
+    "ScannedFile",
     "SourceClass",
     "Unreadable",
     "YamlAliases",
@@ -126,6 +129,7 @@ __all__ = [
     "release_lease",
     "remove_stale_temps",
     "run_git",
+    "scan_repository_dir",
     "source_classes",
     "write_atomic",
 ]

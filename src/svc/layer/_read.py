@@ -21,16 +21,19 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 __all__ = [
     "MAX_FILE_BYTES",
     "MESSAGE_LIMIT",
+    "ScannedFile",
     "Unreadable",
     "check_repository_dir",
     "check_repository_file",
     "clip",
     "read_repository_dir",
     "read_repository_file",
+    "scan_repository_dir",
 ]
 
 #: The largest file svc reads from a checkout.
@@ -167,6 +170,11 @@ def check_repository_dir(root: Path, path: Path) -> Path:
 
 def _read_fd(fd: int, name: str, limit: int) -> bytes:
     """Read an open descriptor under the rule (regular, at most `limit` bytes); the caller closes it."""
+    return _read_fd_stat(fd, name, limit)[1]
+
+
+def _read_fd_stat(fd: int, name: str, limit: int) -> tuple[os.stat_result, bytes]:
+    """`_read_fd`, with the descriptor's `fstat` taken before its bytes were read."""
     try:
         st = os.fstat(fd)
         kind = _kind(st.st_mode)
@@ -188,7 +196,7 @@ def _read_fd(fd: int, name: str, limit: int) -> bytes:
         raise Unreadable(name, _reason(exc)) from None
     if total > limit:
         raise Unreadable(name, f"grew over the {_limit(limit)} limit while read", too_large=True)
-    return b"".join(chunks)
+    return st, b"".join(chunks)
 
 
 def _open_error(name: str, exc: OSError) -> Unreadable:
@@ -278,3 +286,93 @@ def _read_entry(root: Path, directory: Path, dir_fd: int, entry: os.DirEntry[str
         return _read_fd(fd, name, limit)
     finally:
         os.close(fd)
+
+
+class ScannedFile(NamedTuple):
+    """One entry of `scan_repository_dir`.
+
+    `data` is None when the caller's `reuse` kept the file (not opened; `stat` is its `lstat`), the bytes when
+    the file was read (`stat` is the open descriptor's `fstat`, taken before the bytes were read, so they are
+    at least as new as it; None for an entry that is a symlink, read by its path), or the `Unreadable` refusal
+    (`stat` None).
+    """
+
+    name: str
+    stat: os.stat_result | None
+    data: bytes | Unreadable | None
+
+
+def scan_repository_dir(
+    root: Path,
+    directory: Path,
+    select: Callable[[str], bool],
+    reuse: Callable[[str, os.stat_result], bool],
+    *,
+    limit: int = MAX_FILE_BYTES,
+) -> Iterator[ScannedFile]:
+    """`read_repository_dir`, asking `reuse(name, lstat)` before opening each regular file.
+
+    The directory is checked and listed as `read_repository_dir` does. Each selected entry that is a regular
+    file within `limit` is `lstat`ed relative to the directory's descriptor; when `reuse` answers true, it is
+    not opened. Every other entry is read or refused exactly as `read_repository_dir` would: a symlink by
+    `read_repository_file`, anything but a regular file refused unopened; `reuse` is never asked about those.
+    Entries come in directory order; an entry removed meanwhile is skipped.
+
+    Raises:
+        FileNotFoundError: the directory is absent (on the first iteration).
+        Unreadable: the directory itself is refused (not a directory, outside the checkout, cannot be listed).
+    """
+    directory = directory if directory.is_absolute() else root / directory
+    real = check_repository_dir(root, directory)
+    prefix = _name(root, directory)
+    try:
+        dir_fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise Unreadable(prefix, _reason(exc)) from None
+    try:
+        try:
+            with os.scandir(dir_fd) as listing:
+                entries = [entry for entry in listing if select(entry.name)]
+        except OSError as exc:
+            raise Unreadable(prefix, _reason(exc)) from None
+        for entry in entries:
+            try:
+                scanned = _scan_entry(root, directory, dir_fd, entry, f"{prefix}/{entry.name}", reuse, limit)
+            except FileNotFoundError:
+                continue
+            except Unreadable as exc:
+                scanned = ScannedFile(entry.name, None, exc)
+            yield scanned
+    finally:
+        os.close(dir_fd)
+
+
+def _scan_entry(
+    root: Path,
+    directory: Path,
+    dir_fd: int,
+    entry: os.DirEntry[str],
+    name: str,
+    reuse: Callable[[str, os.stat_result], bool],
+    limit: int,
+) -> ScannedFile:
+    try:
+        st = None if entry.is_symlink() else entry.stat(follow_symlinks=False)
+        if st is None or stat.S_ISLNK(st.st_mode):
+            return ScannedFile(entry.name, None, read_repository_file(root, directory / entry.name, limit=limit))
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable(name, f"not a regular file ({_kind(st.st_mode) or 'not a regular file'})")
+        if st.st_size > limit:
+            raise Unreadable(name, f"{_size(st.st_size)}, over the {_limit(limit)} limit", too_large=True)
+        if reuse(entry.name, st):
+            return ScannedFile(entry.name, st, None)
+        fd = os.open(entry.name, _FLAGS, dir_fd=dir_fd)
+    except (FileNotFoundError, Unreadable):
+        raise
+    except OSError as exc:
+        raise _open_error(name, exc) from None
+    try:
+        opened, data = _read_fd_stat(fd, name, limit)
+    finally:
+        os.close(fd)
+    return ScannedFile(entry.name, opened, data)

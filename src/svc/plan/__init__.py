@@ -24,7 +24,6 @@ from svc.plan._ledger import read_ledger as read_ledger
 from svc.plan._load import IssueRecord as IssueRecord
 from svc.plan._load import MilestoneRecord as MilestoneRecord
 from svc.plan._load import ProjectRecord as ProjectRecord
-from svc.plan._load import RecordCache as RecordCache
 from svc.plan._load import Records as Records
 from svc.plan._load import load_records as load_records
 from svc.plan._model import ISSUE_STATUSES as ISSUE_STATUSES
@@ -106,7 +105,6 @@ __all__ = [
     "PlanWaveReport",
     "PlanWaveView",
     "ProjectRecord",
-    "RecordCache",
     "Records",
     "Snapshot",
     "append_line",

@@ -10,7 +10,11 @@ id byte order; every problem becomes a `schema` FAIL naming the file and the key
 
 Scalars are read as their text (docs/plan.md, docs/layer.md): timestamps stay as written, `cancelled` is true only
 for `true`, `parallel_safe` is false only for `false`, `order` is an integer (0 when it is not one), and a
-scalar where a list is expected is a one-item list.
+scalar where a list is expected is a one-item list. A record keeps its authored mapping (`raw`) already as text
+(keys and scalars as text, null as ""), so it is plain data that survives an encoding round trip unchanged.
+
+`parse_record` parses one file, `assemble` puts parsed files together (id order, the milestone/issue id
+check); `load_records` is both.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import gc
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from svc.layer import YamlAliases, YamlError, clip, load_yaml
 from svc.plan._keys import (
@@ -44,11 +48,14 @@ __all__ = [
     "ID_PATTERN",
     "IssueRecord",
     "MilestoneRecord",
+    "Parsed",
     "ProjectRecord",
-    "RecordCache",
+    "RecordKind",
     "Records",
+    "assemble",
     "gc_paused",
     "load_records",
+    "parse_record",
 ]
 
 #: A record id (= file name without `.yaml`): safe as a path component, free of `:` and whitespace.
@@ -136,32 +143,10 @@ class Records:
     findings: tuple[PlanFinding, ...] = ()
 
 
-_Parsed = tuple[Any, tuple[PlanFinding, ...]]
-
-
-class RecordCache:
-    """Parsed records keyed by (kind, file name), reused only while the file's bytes are identical.
-
-    The bytes themselves are compared, so a hit is exactly what parsing them again would give. A load
-    keeps only the names it saw, so deleted files do not linger.
-    """
-
-    def __init__(self) -> None:
-        self._entries: dict[tuple[str, str], tuple[bytes, _Parsed]] = {}
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, kind: str, name: str, data: bytes) -> _Parsed | None:
-        """The stored result for these exact bytes, or None."""
-        entry = self._entries.get((kind, name))
-        if entry is not None and entry[0] == data:
-            return entry[1]
-        return None
-
-    def replace(self, entries: dict[tuple[str, str], tuple[bytes, _Parsed]]) -> None:
-        """Keep exactly `entries` (the files of the latest load)."""
-        self._entries = entries
+#: The three kinds of record file: `project.yaml`, a milestone, an issue.
+RecordKind = Literal["project", "milestone", "issue"]
+#: What parsing one record file gives: the record (None when it is left out) and its findings.
+Parsed = tuple[ProjectRecord | MilestoneRecord | IssueRecord | None, tuple[PlanFinding, ...]]
 
 
 def _finding(subject: str, message: str) -> PlanFinding:
@@ -240,6 +225,21 @@ class _Reader:
         return frozenset(tokens), carrying
 
 
+def _as_text(value: Any) -> Any:
+    """`value` with every mapping key and scalar as its text (null as ""), lists and mappings kept."""
+    if isinstance(value, dict):
+        return {str(k): _as_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_text(v) for v in value]
+    text = text_of(value)
+    return str(value) if text is None else text
+
+
+def _authored(mapping: dict[Any, Any]) -> dict[str, Any]:
+    """A record's authored mapping as text: what `plan.record` shows as `record`."""
+    return {str(k): _as_text(v) for k, v in mapping.items()}
+
+
 def _parse(subject: str, path: str, data: bytes) -> tuple[dict[Any, Any] | None, PlanFinding | None]:
     try:
         value = load_yaml(data)
@@ -267,7 +267,7 @@ def _id_problem(stem: str, path: str, data: dict[Any, Any]) -> PlanFinding | Non
     return None
 
 
-def _project(path: str, data: bytes) -> _Parsed:
+def _project(path: str, data: bytes) -> Parsed:
     mapping, problem = _parse("project", path, data)
     if mapping is None:
         return ProjectRecord(), (problem,) if problem else ()
@@ -279,7 +279,7 @@ def _project(path: str, data: bytes) -> _Parsed:
     return record, tuple(read.findings)
 
 
-def _milestone(stem: str, path: str, data: bytes) -> _Parsed:
+def _milestone(stem: str, path: str, data: bytes) -> Parsed:
     mapping, problem = _parse(stem, path, data)
     if mapping is None:
         return None, (problem,) if problem else ()
@@ -304,12 +304,12 @@ def _milestone(stem: str, path: str, data: bytes) -> _Parsed:
         claims=read.items("claims"),
         evidence_required=read.items("evidence_required"),
         covers=covers,
-        raw=mapping,
+        raw=_authored(mapping),
     )
     return record, tuple(read.findings)
 
 
-def _issue(stem: str, path: str, data: bytes) -> _Parsed:
+def _issue(stem: str, path: str, data: bytes) -> Parsed:
     mapping, problem = _parse(stem, path, data)
     if mapping is None:
         return None, (problem,) if problem else ()
@@ -355,16 +355,9 @@ def _issue(stem: str, path: str, data: bytes) -> _Parsed:
         unsealed=unsealed,
         proven=(proof[0], proof[1], proof[2]),
         covered=all(token in covers for token in required),
-        raw=mapping,
+        raw=_authored(mapping),
     )
     return record, tuple(read.findings)
-
-
-def _yaml_names(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str, bytes]]:
-    """(stem, file name, bytes) of the `*.yaml` files, in stem byte order (UTF-8 order is code point order)."""
-    out = [(name[: -len(".yaml")], name, data) for name, data in files if name.endswith(".yaml")]
-    out.sort(key=lambda item: item[0])
-    return out
 
 
 @contextlib.contextmanager
@@ -385,56 +378,50 @@ def gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-def load_records(
-    project: bytes | None,
-    milestones: Iterable[tuple[str, bytes]],
-    issues: Iterable[tuple[str, bytes]],
-    *,
-    base: str = ".ai/repo/project",
-    cache: RecordCache | None = None,
-) -> Records:
-    """Parse and check every record; `base` is the repository-relative project directory.
+def parse_record(kind: RecordKind, name: str, data: bytes, base: str = ".ai/repo/project") -> Parsed:
+    """Parse one record file: `name` is its file name, `base` the repository-relative project directory.
 
-    `milestones` and `issues` are ``(file name, bytes)`` pairs of each directory; names that do not end in
-    `.yaml` are ignored. `project` is the bytes of `project.yaml` (None when it is absent: empty header).
+    A pure function of its arguments (the parse cache relies on it): the record, or None when it is left out,
+    and the findings about it, in order.
     """
-    with gc_paused():
-        return _load(project, milestones, issues, base, cache)
+    if kind == "project":
+        return _project(f"{base}/project.yaml", data)
+    stem = name[: -len(".yaml")] if name.endswith(".yaml") else name
+    if kind == "milestone":
+        return _milestone(stem, f"{base}/milestones/{name}", data)
+    return _issue(stem, f"{base}/issues/{name}", data)
 
 
-def _load(
-    project: bytes | None,
-    milestones: Iterable[tuple[str, bytes]],
-    issues: Iterable[tuple[str, bytes]],
-    base: str,
-    cache: RecordCache | None,
+def _in_id_order(files: Iterable[tuple[str, Parsed]]) -> list[tuple[str, Parsed]]:
+    """The `*.yaml` files of a directory in stem byte order (UTF-8 order is code point order)."""
+    return sorted((item for item in files if item[0].endswith(".yaml")), key=lambda item: item[0][: -len(".yaml")])
+
+
+def assemble(
+    project: Parsed | None, milestones: Iterable[tuple[str, Parsed]], issues: Iterable[tuple[str, Parsed]]
 ) -> Records:
-    kept: dict[tuple[str, str], tuple[bytes, _Parsed]] = {}
+    """The records of parsed files: `(file name, parsed)` per directory, names not ending in `.yaml` ignored.
+
+    Milestones then issues, each in id order, the findings in that order; an issue whose id is also a
+    milestone's is left out with a finding.
+    """
     findings: list[PlanFinding] = []
-
-    def parsed(kind: str, name: str, data: bytes, parse: Any, *args: Any) -> _Parsed:
-        hit = cache.get(kind, name, data) if cache is not None else None
-        result: _Parsed = hit if hit is not None else parse(*args)
-        kept[(kind, name)] = (data, result)
-        return result
-
     header = ProjectRecord()
     if project is not None:
-        record, found = parsed("project", "project.yaml", project, _project, f"{base}/project.yaml", project)
-        header = record
+        record, found = project
+        if isinstance(record, ProjectRecord):
+            header = record
         findings.extend(found)
     kept_milestones: list[MilestoneRecord] = []
-    for stem, name, data in _yaml_names(milestones):
-        record, found = parsed("milestone", name, data, _milestone, stem, f"{base}/milestones/{name}", data)
+    for _, (record, found) in _in_id_order(milestones):
         findings.extend(found)
-        if record is not None:
+        if isinstance(record, MilestoneRecord):
             kept_milestones.append(record)
     milestone_ids = {m.id for m in kept_milestones}
     kept_issues: list[IssueRecord] = []
-    for stem, name, data in _yaml_names(issues):
-        record, found = parsed("issue", name, data, _issue, stem, f"{base}/issues/{name}", data)
+    for _, (record, found) in _in_id_order(issues):
         findings.extend(found)
-        if record is None:
+        if not isinstance(record, IssueRecord):
             continue
         if record.id in milestone_ids:
             findings.append(
@@ -442,11 +429,37 @@ def _load(
             )
             continue
         kept_issues.append(record)
-    if cache is not None:
-        cache.replace(kept)
     return Records(
         project=header,
         milestones=tuple(kept_milestones),
         issues=tuple(kept_issues),
         findings=tuple(findings),
     )
+
+
+def load_records(
+    project: bytes | None,
+    milestones: Iterable[tuple[str, bytes]],
+    issues: Iterable[tuple[str, bytes]],
+    *,
+    base: str = ".ai/repo/project",
+) -> Records:
+    """Parse and check every record; `base` is the repository-relative project directory.
+
+    `milestones` and `issues` are ``(file name, bytes)`` pairs of each directory; names that do not end in
+    `.yaml` are ignored. `project` is the bytes of `project.yaml` (None when it is absent: empty header).
+    """
+    with gc_paused():
+        return _load(project, milestones, issues, base)
+
+
+def _load(
+    project: bytes | None,
+    milestones: Iterable[tuple[str, bytes]],
+    issues: Iterable[tuple[str, bytes]],
+    base: str,
+) -> Records:
+    header = None if project is None else parse_record("project", "project.yaml", project, base)
+    ms = [(name, parse_record("milestone", name, data, base)) for name, data in milestones if name.endswith(".yaml")]
+    iss = [(name, parse_record("issue", name, data, base)) for name, data in issues if name.endswith(".yaml")]
+    return assemble(header, ms, iss)

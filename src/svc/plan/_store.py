@@ -1,11 +1,12 @@
 """The thin file layer of the plan: reading the record directories, and moving an issue under the lock.
 
-Reads always read every record's bytes; a per-directory `RecordCache` reuses a parse only for identical
-bytes, so a read is exact and a warm one skips YAML. A move runs, in one worker thread and under the
-exclusive cross-process lock `.ai/local/state/plan.lock`, the steps of docs/plan.md: load and derive afresh,
-check the move, edit the record text, replace the file atomically, report the write (`on_written`), append
-the ledger line, derive again from disk, release. Before its own move it removes the temp files of killed
-writes and settles a ledger line a killed move left pending (`_pending.py`); `repair_ledger` does only that.
+A query's read opens only the records whose stat changed since the parse cache (`_cache.py`) stored them;
+a move's read (`exact=True`) reads every record's bytes and reuses a parse only for the same bytes. A move
+runs, in one worker thread and under the exclusive cross-process lock `.ai/local/state/plan.lock`, the steps
+of docs/plan.md: load and derive afresh, check the move, edit the record text, replace the file atomically,
+report the write (`on_written`), append the ledger line, derive again from disk, release. Before its own move
+it removes the temp files of killed writes and settles a ledger line a killed move left pending
+(`_pending.py`); `repair_ledger` does only that.
 Blocking calls only; the caller runs this in a thread.
 """
 
@@ -17,9 +18,7 @@ import datetime as dt
 import fcntl
 import logging
 import os
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -33,15 +32,16 @@ from svc.layer import (
     clip,
     ensure_local_state,
     read_manifest,
-    read_repository_dir,
     read_repository_file,
     remove_stale_temps,
+    scan_repository_dir,
     write_atomic,
 )
+from svc.plan._cache import ParseCache
 from svc.plan._derive import derive
 from svc.plan._edit import check_move, stamp_record
 from svc.plan._ledger import LedgerError, append_line, ledger_line
-from svc.plan._load import RecordCache, Records, gc_paused, load_records
+from svc.plan._load import Parsed, RecordKind, Records, assemble, gc_paused, parse_record
 from svc.plan._model import Plan, PlanFinding, PlanTransitionResult
 from svc.plan._pending import PENDING, PendingEvent, clear_pending, settle, unlogged, write_pending
 from svc.plan._views import next_ready
@@ -63,18 +63,6 @@ _log = logging.getLogger("svc.plan")
 #: Paths under `.ai/local/state/`.
 LOCK = "plan.lock"
 LEDGER = "ledger.jsonl"
-_CACHE_LIMIT = 8
-_caches: OrderedDict[Path, RecordCache] = OrderedDict()
-_caches_lock = threading.Lock()
-
-
-def _cache_for(directory: Path) -> RecordCache:
-    with _caches_lock:
-        cache = _caches.pop(directory, None) or RecordCache()
-        _caches[directory] = cache
-        while len(_caches) > _CACHE_LIMIT:
-            _caches.popitem(last=False)
-        return cache
 
 
 def project_directory(repo: Repository) -> Path | None:
@@ -109,19 +97,33 @@ def _select(name: str) -> bool:
     return not name.startswith(".") and name.endswith(".yaml")
 
 
-def _read_dir(repo: Repository, directory: Path, findings: list[PlanFinding]) -> list[tuple[str, bytes]]:
-    """(file name, bytes) of every `*.yaml` file directly in `directory` (dot files skipped).
+def _is_project(name: str) -> bool:
+    return name == "project.yaml"
+
+
+def _read_dir(
+    repo: Repository,
+    directory: Path,
+    kind: RecordKind,
+    cache: ParseCache,
+    findings: list[PlanFinding],
+    read: dict[str, bytes],
+) -> list[tuple[str, Parsed]]:
+    """(file name, parse) of every `*.yaml` file directly in `directory` (dot files skipped).
 
     A file the reading rule refuses (a directory named `*.yaml`, a FIFO, a symlink loop or one leaving the
     checkout, over 4 MiB, no permission) is left out with an `unreadable` finding; so is a refused directory.
+    The bytes of every file read (not kept unopened by the cache) go into `read`.
     """
-    out: list[tuple[str, bytes]] = []
+    out: list[tuple[str, Parsed]] = []
     try:
-        for name, data in read_repository_dir(repo.root, directory, _select):
+        for name, st, data in scan_repository_dir(repo.root, directory, _select, cache.reuse(kind)):
             if isinstance(data, Unreadable):
                 findings.append(_unreadable(name[: -len(".yaml")], data))
-            else:
-                out.append((name, data))
+                continue
+            if data is not None:
+                read[name] = data
+            out.append((name, cache.take(kind, name, st, data)))
     except FileNotFoundError:
         pass
     except Unreadable as exc:
@@ -129,50 +131,76 @@ def _read_dir(repo: Repository, directory: Path, findings: list[PlanFinding]) ->
     return out
 
 
+def _read_project(repo: Repository, directory: Path, cache: ParseCache, findings: list[PlanFinding]) -> Parsed | None:
+    """The parse of `project.yaml` (None when it is absent or refused, refused with an `unreadable` finding).
+
+    A project directory the reading rule refuses is not an error of its own here (the record directories
+    report it): `project.yaml` is then judged alone, as the reading rule judges one file.
+    """
+    try:
+        scanned = list(scan_repository_dir(repo.root, directory, _is_project, cache.reuse("project")))
+    except FileNotFoundError:
+        return None
+    except OSError:
+        try:
+            alone = read_repository_file(repo.root, directory / "project.yaml")
+        except FileNotFoundError:
+            return None
+        except Unreadable as exc:
+            findings.append(_unreadable("project", exc))
+            return None
+        except OSError:  # a component of the path is not a directory: the record directories report it
+            return None
+        return parse_record("project", "project.yaml", alone, cache.base)
+    for name, st, data in scanned:
+        if isinstance(data, Unreadable):
+            findings.append(_unreadable("project", data))
+            return None
+        return cache.take("project", name, st, data)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """One reading of the records: what was loaded, the plan derived from it, and each issue's bytes."""
+    """One reading of the records: what was loaded, the plan derived from it, and the issues' bytes read.
+
+    `issue_bytes` holds every issue's bytes after an exact read (what a move edits); a query's read holds
+    only those of the files it opened.
+    """
 
     records: Records
     plan: Plan
     issue_bytes: dict[str, bytes] = field(default_factory=dict)
 
 
-def read_snapshot(repo: Repository) -> Snapshot:
-    """Read every record of `repo` and derive the plan (an absent layer is an empty plan)."""
+def read_snapshot(repo: Repository, *, exact: bool = False) -> Snapshot:
+    """Read every record of `repo` and derive the plan (an absent layer is an empty plan).
+
+    A query's read keeps unopened every record whose (size, mtime, inode, ctime) equal its parse cache entry.
+    `exact=True` (a move) reads every record's bytes and reuses a parse only for the very bytes it parsed.
+    """
     with gc_paused():
-        return _snapshot(repo)
+        return _snapshot(repo, exact)
 
 
-def _snapshot(repo: Repository) -> Snapshot:
+def _snapshot(repo: Repository, exact: bool) -> Snapshot:
     directory, findings = _location(repo)
     if directory is None:
         records = Records(findings=tuple(findings))
         return Snapshot(records=records, plan=derive(records))
-    try:
-        project: bytes | None = read_repository_file(repo.root, directory / "project.yaml")
-    except FileNotFoundError:
-        project = None
-    except Unreadable as exc:
-        findings.append(_unreadable("project", exc))
-        project = None
-    except OSError:  # a component of the path is not a directory: the project directory is refused below
-        project = None
-    milestones = _read_dir(repo, directory / "milestones", findings)
-    issues = _read_dir(repo, directory / "issues", findings)
-    records = load_records(
-        project,
-        milestones,
-        issues,
-        base=repo.relative(directory),
-        cache=_cache_for(directory),
-    )
+    cache = ParseCache(repo, directory, repo.relative(directory), exact=exact)
+    project = _read_project(repo, directory, cache, findings)
+    read: dict[str, bytes] = {}
+    milestones = _read_dir(repo, directory / "milestones", "milestone", cache, findings, {})
+    issues = _read_dir(repo, directory / "issues", "issue", cache, findings, read)
+    cache.close()
+    records = assemble(project, milestones, issues)
     if findings:
         records = dataclasses.replace(records, findings=(*findings, *records.findings))
     return Snapshot(
         records=records,
         plan=derive(records, unlogged=_unlogged(repo, records)),
-        issue_bytes={name[: -len(".yaml")]: data for name, data in issues},
+        issue_bytes={name[: -len(".yaml")]: data for name, data in read.items()},
     )
 
 
@@ -248,7 +276,7 @@ def _settled(repo: Repository, directory: Path, doing: str) -> tuple[Snapshot, P
     """
     began = time.time_ns()
     removed = _sweep(repo, directory / "issues", began)
-    snapshot = read_snapshot(repo)
+    snapshot = read_snapshot(repo, exact=True)
     state = repo.local_state
     try:
         appended = settle(repo.root, state, state / LEDGER, snapshot.records.issues)
@@ -321,7 +349,7 @@ def move_issue(
                 clear_pending(state)
             except OSError as exc:
                 _log.warning("svc: %s cannot be removed (%s); the next transition drops it", PENDING, exc.strerror)
-        after = read_snapshot(repo).plan
+        after = read_snapshot(repo, exact=True).plan
     if ledger_failure is not None:
         ledger = repo.relative(state / LEDGER)
         raise Internal(

@@ -7,11 +7,9 @@ status outside the issue vocabulary is `InvalidInput`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from svc._errors import InvalidInput, NotFound
 from svc.plan._derive import priority_rank
-from svc.plan._keys import text_of
 from svc.plan._load import Records
 from svc.plan._model import (
     ISSUE_STATUSES,
@@ -200,16 +198,6 @@ def validation(plan: Plan) -> PlanValidation:
     )
 
 
-def _as_text(value: Any) -> Any:
-    """The authored mapping with every scalar as its text (null as "")."""
-    if isinstance(value, dict):
-        return {str(k): _as_text(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_as_text(v) for v in value]
-    text = text_of(value)
-    return str(value) if text is None else text
-
-
 def _findings(plan: Plan, subject: str) -> list[PlanFinding]:
     return [f for f in plan.findings if f.subject == subject]
 
@@ -228,7 +216,7 @@ def record_view(plan: Plan, records: Records, record_id: str) -> PlanMilestoneRe
             return PlanMilestoneRecord(
                 id=m.id,
                 path=m.path,
-                record=_as_text(m.raw),
+                record=m.raw,
                 derived=derived,
                 issues=[by_id[i] for i in derived.issues],
                 findings=_findings(plan, record_id),
@@ -242,7 +230,7 @@ def record_view(plan: Plan, records: Records, record_id: str) -> PlanMilestoneRe
             return PlanIssueRecord(
                 id=r.id,
                 path=r.path,
-                record=_as_text(r.raw),
+                record=r.raw,
                 derived=by_id[r.id],
                 issues=waits,
                 findings=_findings(plan, record_id),
