@@ -28,7 +28,14 @@ from quart_trio import QuartTrio
 from svc._errors import Internal, MethodNotAllowed, NotFound, SvcError, Unavailable
 from svc._version import __version__
 from svc.api._http import error_response
-from svc.layer import Unreadable, check_repository_dir, read_repository_file, run_git
+from svc.layer import (
+    DESIGN_ASSET_ROUTE,
+    Unreadable,
+    check_repository_dir,
+    design_asset,
+    read_repository_file,
+    run_git,
+)
 from svc.runtime import Runtime
 from svc.surfaces import SERVER_ROUTES, ServerRoute, openapi_json, server_route
 
@@ -40,6 +47,11 @@ _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+#: svc's own pages (home, `/docs/`) and the design's files: styles come from the design's stylesheets only.
+_PAGE_HEADERS = {
+    **_SECURITY_HEADERS,
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'",
+}
 _SWAGGER_FILES = frozenset(
     {"swagger-ui-bundle.js", "swagger-ui.css", "svc-swagger.js", "favicon-32x32.png", "LICENSE", "NOTICE"}
 )
@@ -48,6 +60,8 @@ _HTML = "text/html; charset=utf-8"
 _RENDERS = 2
 #: The largest Markdown document rendered to HTML; a larger one (up to the 4 MiB reading limit) is sent as text.
 RENDER_LIMIT = 1024 * 1024
+#: The design's stylesheets every page links, in cascade order (served at `DESIGN_ASSET_ROUTE`).
+_STYLESHEETS = ("tokens.css", "base.css", "kit.css")
 #: What the home page offers: every server route but the home page itself.
 SURFACES: tuple[ServerRoute, ...] = tuple(r for r in SERVER_ROUTES if r.path != "/")
 
@@ -111,19 +125,19 @@ def _error(exc: SvcError) -> Response:
 
 
 def _page(title: str, body: str) -> Response:
-    return Response(_page_html(title, body), content_type=_HTML, headers=_SECURITY_HEADERS)
+    return Response(_page_html(title, body), content_type=_HTML, headers=_PAGE_HEADERS)
 
 
 def _page_html(title: str, body: str) -> str:
+    """A page wearing svc's design: its stylesheets by link (no inline style, no script; docs/design.md)."""
+    links = "".join(f"<link rel=stylesheet href={DESIGN_ASSET_ROUTE}/{name}>" for name in _STYLESHEETS)
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width, initial-scale=1'>"
-        f"<title>{html.escape(title)}</title>"
-        "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;"
-        "color:#1b1f24}a{color:#0550ae}code,pre{font:14px ui-monospace,monospace;background:#f4f5f7}"
-        "pre{padding:.75rem;overflow:auto}table{border-collapse:collapse}td,th{border:1px solid #d0d7de;"
-        "padding:.3rem .6rem;text-align:left}.muted{color:#57606a}</style></head><body>"
-        f"{body}</body></html>"
+        f"<title>{html.escape(title)}</title>{links}</head><body>"
+        "<header class=svc-nav><a class=svc-nav__brand href='/'>svc</a><nav class=svc-nav__links aria-label=svc>"
+        "<a href=/docs/>Documentation</a><a href=/swagger>API</a></nav></header>"
+        f"<main class='svc-page svc-prose'>{body}</main></body></html>"
     )
 
 
@@ -179,10 +193,10 @@ def _home_html(doc: HomeDocument) -> Response:
         "but there is no layer content to read.</p>"
     )
     body = (
-        f"<h1>svc <span class=muted>{html.escape(doc.version)}</span></h1>"
+        f"<h1>svc <span class=svc-muted>{html.escape(doc.version)}</span></h1>"
         f"<p>Serving <strong>{html.escape(doc.repository)}</strong>. {html.escape(doc.description)}</p>"
         f"{note}<table><tr><th>path</th><th>surface</th><th>state</th></tr>{rows}</table>"
-        "<p class=muted>Every route answers JSON; every capability is also an MCP tool and a CLI command "
+        "<p class=svc-muted>Every route answers JSON; every capability is also an MCP tool and a CLI command "
         "where its exposure says so.</p>"
     )
     return _page("svc", body)
@@ -265,6 +279,16 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
         headers = {**_SECURITY_HEADERS, "Cache-Control": "public, max-age=86400"}
         return Response(data, content_type=kind, headers=headers)
 
+    @app.get(f"{DESIGN_ASSET_ROUTE}/<path:name>")
+    async def design_file(name: str) -> Response:
+        # `design_asset` serves a file only by its exact name, never a path from the request joined to a directory.
+        asset = await trio.to_thread.run_sync(design_asset, name)
+        etag = '"' + hashlib.sha256(asset.body).hexdigest()[:32] + '"'
+        headers = {**_PAGE_HEADERS, "Cache-Control": "no-cache", "ETag": etag}
+        if etag in (tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")):
+            return Response(b"", status=304, headers=headers)
+        return Response(asset.body, content_type=asset.media_type, headers=headers)
+
     @app.get("/docs")
     async def docs_root() -> Response:
         return Response("", status=308, headers={"Location": "/docs/"})
@@ -274,7 +298,7 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
     async def docs(rel: str = "") -> Response:
         root = runtime.repository.root
         body, kind = await trio.to_thread.run_sync(_docs_document, root, markdown, rel, limiter=renders)
-        return Response(body, content_type=kind, headers=_SECURITY_HEADERS)
+        return Response(body, content_type=kind, headers=_PAGE_HEADERS)
 
     return app
 
@@ -326,10 +350,22 @@ def _markdown(markdown: MarkdownIt, data: bytes, name: str, rel: str) -> tuple[s
         return data, "text/plain; charset=utf-8"
     text = data.decode("utf-8", "replace")
     title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), name)
-    crumbs = f"<p class=muted><a href='/docs/'>docs</a> / {html.escape(rel)}</p>"
+    crumbs = f"<p class=svc-breadcrumbs><a href='/docs/'>docs</a> / {html.escape(rel)}</p>"
     with _gc_paused():
-        rendered = markdown.render(text)
+        rendered = _render(markdown, text)
     return _page_html(title, crumbs + rendered), _HTML
+
+
+def _render(markdown: MarkdownIt, text: str) -> str:
+    """Markdown to HTML, a table column's alignment as a class (`align-right`): the pages allow no inline style."""
+    tokens = markdown.parse(text)
+    for token in tokens:
+        style = token.attrGet("style") if token.type in ("th_open", "td_open") else None
+        if isinstance(style, str) and style.startswith("text-align:"):
+            token.attrs.pop("style")
+            token.attrSet("class", "align-" + style.partition(":")[2].strip())
+    rendered: str = markdown.renderer.render(tokens, markdown.options, {})
+    return rendered
 
 
 @contextlib.contextmanager

@@ -7,9 +7,13 @@ from typing import TYPE_CHECKING
 
 from svc.capabilities import (
     _artifacts,
+    _commands,
     _continuity,
     _cooperation,
+    _deploy,
+    _design,
     _directories,
+    _distribution,
     _environment,
     _executions,
     _graph,
@@ -37,9 +41,13 @@ _GROUPS = (
     _plan,
     _mcp,
     _mesh,
+    _commands,
     _continuity,
+    _deploy,
+    _design,
     _graph,
     _directories,
+    _distribution,
     _objects,
     _environment,
 )

@@ -2,9 +2,9 @@
 
 Every capability command decodes its options with the same binding rules as HTTP query parameters and
 runs through the executor, so `--json` prints the very bytes the HTTP route answers. The infrastructure
-commands (`generate`, `mcp`, `plan repair-ledger`, `run`, `serve`) decode theirs into their options Struct
-and call `svc.host`, the generators or the plan's repair. Web and MCP stacks are imported only by the
-commands that serve them.
+commands (`commands refresh`, `generate`, `mcp`, `plan repair-ledger`, `run`, `serve`) decode theirs into their
+options Struct and call `svc.host`, the generators, the command-graph refresh or the plan's repair. Web and
+MCP stacks are imported only by the commands that serve them.
 
 Exit codes: 0 success, 1 internal failure, 2 usage, 10 refused or invalid.
 """
@@ -36,6 +36,7 @@ from svc.surfaces import (
     VERSION_OPTION,
     CliCommand,
     CliParameter,
+    CommandsRefreshOptions,
     GenerateOptions,
     McpOptions,
     RepairLedgerOptions,
@@ -255,6 +256,24 @@ async def _generate(ctx: click.Context, options: GenerateOptions) -> None:
     await trio.to_thread.run_sync(write_documents, repo, registry, click.echo)
 
 
+async def _commands_refresh(ctx: click.Context, options: CommandsRefreshOptions) -> None:
+    from svc.layer._command_sources import CACHE, refresh_command_graph
+    from svc.surfaces import executable_commands
+
+    executable = executable_commands(builtin_registry())
+    try:
+        graph = await trio.to_thread.run_sync(refresh_command_graph, _repository(ctx).root, executable)
+    except OSError as exc:
+        click.echo(f"svc: unavailable: cannot write {CACHE}: {exc.strerror or exc}", err=True)
+        raise SystemExit(EXIT_INTERNAL) from None
+    counts = {origin: sum(n.origin == origin for n in graph.commands) for origin in ("executable", "tool", "workflow")}
+    click.echo(f"wrote {CACHE} (fingerprint {graph.fingerprint})")
+    for origin, count in counts.items():
+        click.echo(f"  {origin:<10} {count} command{'' if count == 1 else 's'}")
+    for finding in graph.diagnostics:
+        click.echo(f"  {finding.severity:<10} {finding.code}: {finding.message}")
+
+
 async def _repair_ledger(ctx: click.Context, options: RepairLedgerOptions) -> None:
     from svc.plan import repair_ledger
 
@@ -313,6 +332,7 @@ async def _run(ctx: click.Context, options: RunOptions) -> None:
 _HANDLERS: dict[str, tuple[type[msgspec.Struct], _Handler]] = {
     tp.__name__: (tp, handler)
     for tp, handler in (
+        (CommandsRefreshOptions, _commands_refresh),
         (GenerateOptions, _generate),
         (McpOptions, _mcp),
         (RepairLedgerOptions, _repair_ledger),

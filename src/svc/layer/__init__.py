@@ -8,9 +8,34 @@ from svc.layer._continuity import ContinuityRecord as ContinuityRecord
 from svc.layer._continuity import ContinuityTallies as ContinuityTallies
 from svc.layer._continuity import OpenSession as OpenSession
 from svc.layer._continuity import continuity_state as continuity_state
+from svc.layer._deployments import Deployment as Deployment
+from svc.layer._deployments import DeploymentCheck as DeploymentCheck
+from svc.layer._deployments import DeploymentList as DeploymentList
+from svc.layer._deployments import DeploymentRefusal as DeploymentRefusal
+from svc.layer._deployments import DeploymentView as DeploymentView
+from svc.layer._deployments import deployment_check as deployment_check
+from svc.layer._deployments import deployment_list as deployment_list
+from svc.layer._design import DESIGN_ASSET_ROUTE as DESIGN_ASSET_ROUTE
+from svc.layer._design import DesignReport as DesignReport
+from svc.layer._design import design_system as design_system
+from svc.layer._design_contrast import ContrastReport as ContrastReport
+from svc.layer._design_contrast import design_contrast as design_contrast
+from svc.layer._design_render import DesignAsset as DesignAsset
+from svc.layer._design_render import design_asset as design_asset
 from svc.layer._directories import DirectoryReport as DirectoryReport
 from svc.layer._directories import DirectoryState as DirectoryState
 from svc.layer._directories import directory_report as directory_report
+from svc.layer._distribution_reports import TAG_PATTERN as DISTRIBUTION_TAG_PATTERN
+from svc.layer._distribution_reports import BuildReport as BuildReport
+from svc.layer._distribution_reports import DistributionReport as DistributionReport
+from svc.layer._distribution_reports import InstallabilityReport as InstallabilityReport
+from svc.layer._distribution_reports import ReleaseArtifactView as ReleaseArtifactView
+from svc.layer._distribution_reports import ReleasesReport as ReleasesReport
+from svc.layer._distribution_reports import distribution_artifact as distribution_artifact
+from svc.layer._distribution_reports import distribution_build as distribution_build
+from svc.layer._distribution_reports import distribution_model as distribution_model
+from svc.layer._distribution_reports import distribution_releases as distribution_releases
+from svc.layer._distribution_reports import distribution_status as distribution_status
 from svc.layer._env_model import EnvironmentProvenance as EnvironmentProvenance
 from svc.layer._env_model import RepositoryEnvironment as RepositoryEnvironment
 from svc.layer._files import ensure_local_state as ensure_local_state
@@ -69,22 +94,35 @@ from svc.layer._yaml import load_yaml as load_yaml
 
 __all__ = [
     "DEFAULT_SECTIONS",
+    "DESIGN_ASSET_ROUTE",
+    "DISTRIBUTION_TAG_PATTERN",
     "GRAPH_IDS",
     "MAX_FILE_BYTES",
     "SKIPPED_DIRS",
     "ActiveTask",
+    "BuildReport",
     "CapabilityFacts",
     "Continuity",
     "ContinuityRecord",
     "ContinuityTallies",
+    "ContrastReport",
+    "Deployment",
+    "DeploymentCheck",
+    "DeploymentList",
+    "DeploymentRefusal",
+    "DeploymentView",
+    "DesignAsset",
+    "DesignReport",
     "DirectoryReport",
     "DirectoryState",
+    "DistributionReport",
     "EnvironmentProvenance",
     "Executable",
     "GitState",
     "Graph",
     "GraphList",
     "IndexDiagnostic",
+    "InstallabilityReport",
     "LayerIndex",
     "LayerObject",
     "LayerReading",
@@ -96,6 +134,8 @@ __all__ = [
     "OpenSession",
     "Provenance",
     "RegistryFacts",
+    "ReleaseArtifactView",
+    "ReleasesReport",
     "Repository",
     "RepositoryEnvironment",
     "ScannedFile",
@@ -109,9 +149,19 @@ __all__ = [
     "checkout_id",
     "clip",
     "continuity_state",
+    "deployment_check",
+    "deployment_list",
     "derive_graph",
+    "design_asset",
+    "design_contrast",
+    "design_system",
     "directory_report",
     "discard_lease",
+    "distribution_artifact",
+    "distribution_build",
+    "distribution_model",
+    "distribution_releases",
+    "distribution_status",
     "dump_yaml",
     "ensure_local_state",
     "front_matter",

@@ -13,6 +13,7 @@ from svc.surfaces._cli_tree import cli_tree as cli_tree
 from svc.surfaces._cli_tree import global_options as global_options
 from svc.surfaces._cli_tree import struct_parameters as struct_parameters
 from svc.surfaces._commands import INFRASTRUCTURE as INFRASTRUCTURE
+from svc.surfaces._commands import CommandsRefreshOptions as CommandsRefreshOptions
 from svc.surfaces._commands import GenerateOptions as GenerateOptions
 from svc.surfaces._commands import InfrastructureCommand as InfrastructureCommand
 from svc.surfaces._commands import McpOptions as McpOptions
@@ -25,6 +26,7 @@ from svc.surfaces._documents import GENERATED_DIR as GENERATED_DIR
 from svc.surfaces._documents import MANIFEST as MANIFEST
 from svc.surfaces._documents import openapi_json as openapi_json
 from svc.surfaces._documents import render_documents as render_documents
+from svc.surfaces._executable_commands import executable_commands as executable_commands
 from svc.surfaces._mcp_catalog import OBJECT_TEMPLATE as OBJECT_TEMPLATE
 from svc.surfaces._mcp_catalog import PROTOCOL_VERSIONS as PROTOCOL_VERSIONS
 from svc.surfaces._mcp_catalog import SERVED_METHODS as SERVED_METHODS
@@ -55,6 +57,7 @@ __all__ = [
     "VERSION_OPTION",
     "CliCommand",
     "CliParameter",
+    "CommandsRefreshOptions",
     "GenerateOptions",
     "InfrastructureCommand",
     "McpCatalog",
@@ -68,6 +71,7 @@ __all__ = [
     "SvcOptions",
     "ToolSpec",
     "cli_tree",
+    "executable_commands",
     "global_options",
     "mcp_catalog",
     "openapi_json",

@@ -1,6 +1,6 @@
 """The infrastructure commands of `svc` and the global options, declared once.
 
-The commands are `generate`, `mcp`, `plan repair-ledger`, `run` and `serve`.
+The commands are `commands refresh`, `generate`, `mcp`, `plan repair-ledger`, `run` and `serve`.
 
 Each command's options are one msgspec Struct: the command tree derives its parameters from it (as capability
 commands derive theirs from their input Struct), the command line parses into it, and the generated reference
@@ -18,6 +18,7 @@ from msgspec import Meta
 
 __all__ = [
     "INFRASTRUCTURE",
+    "CommandsRefreshOptions",
     "GenerateOptions",
     "InfrastructureCommand",
     "McpOptions",
@@ -40,6 +41,10 @@ class SvcOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             extra={"kind": "directory"},
         ),
     ] = None
+
+
+class CommandsRefreshOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Options of `svc commands refresh` (none: it reads every source of the command graph, once)."""
 
 
 class GenerateOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -111,6 +116,18 @@ class InfrastructureCommand:
 
 
 INFRASTRUCTURE: tuple[InfrastructureCommand, ...] = (
+    InfrastructureCommand(
+        words=("commands", "refresh"),
+        summary="Read the checkout's workflows (its justfile recipes) and write the command-graph cache.",
+        help=(
+            "Builds the whole command graph: svc's own commands, the share's tool registry and the recipes of "
+            "the checkout's justfile, described by `just --dump --dump-format json` when `just` is on the PATH "
+            "(run once, 10 s at most, never through a shell) or read from the justfile's text otherwise. Writes "
+            "it atomically to .ai/local/cache/command-graph/graph.json, where commands.list, commands.get and "
+            "commands.graph take the recipes from (they never run `just`). Prints what it wrote; exit 0."
+        ),
+        options=CommandsRefreshOptions,
+    ),
     InfrastructureCommand(
         words=("generate",),
         summary="Write the generated documents under docs/generated/ (or, with --check, compare them).",
