@@ -8,7 +8,6 @@ three small files in a worker thread. No answer is cached: the graph is derived 
 
 from __future__ import annotations
 
-import difflib
 from typing import Annotated
 
 import msgspec
@@ -96,6 +95,8 @@ async def get(ctx: Context, params: CommandInput) -> CommandNode:
     graph = await _graph(ctx)
     found = next((n for n in graph.commands if n.id == params.id), None)
     if found is None:
+        import difflib  # only an unknown id needs it
+
         near = difflib.get_close_matches(params.id, [n.id for n in graph.commands], n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         raise NotFound(f"no command '{params.id}' (GET /api/v1/commands lists them){hint}")

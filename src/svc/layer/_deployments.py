@@ -18,11 +18,11 @@ Deployments come in natural order of `id` (then file); refusals of unreadable fi
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import posixpath
 import re
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -306,12 +306,14 @@ def _unwrap(tp: mi.Type) -> tuple[mi.Type, str | None]:
             return tp, description
 
 
-_ROOT_TYPE = mi.type_info(Deployment)
+@functools.cache
+def _root_type() -> mi.Type:
+    return mi.type_info(Deployment)
 
 
 def _node(segments: Sequence[str | int]) -> tuple[mi.Type | None, str | None]:
     """The type at a key path of `Deployment` and its description (None when the path leaves the shape)."""
-    tp: mi.Type = _ROOT_TYPE
+    tp: mi.Type = _root_type()
     description: str | None = None
     for segment in segments:
         tp, _ = _unwrap(tp)
@@ -530,6 +532,8 @@ def deployment_list(index: ObjectIndex) -> DeploymentList:
 
 def _manifest(root: Path, rel: str) -> dict[str, Any] | None:
     """A TOML manifest of the checkout, parsed, or None when absent or not readable as TOML."""
+    import tomllib  # only `deploy.check` reads manifests: not loaded with every command line
+
     try:
         data = read_repository_file(root, Path(rel))
         return tomllib.loads(data.decode("utf-8"))

@@ -22,17 +22,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
-from packaging.version import InvalidVersion, Version
 
 from svc._errors import Internal, NotFound
 from svc.layer._objects import ObjectIndex, glob_regex
 from svc.layer._read import Unreadable, clip, read_repository_file
 from svc.layer._share import ShareUnavailable, read_share, share_name
 from svc.layer._yaml import YamlError, load_yaml
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 __all__ = [
     "MODEL_KIND",
@@ -496,6 +498,8 @@ def require_distribution(index: ObjectIndex) -> Distribution:
 
 
 def _record(meta: Mapping[str, Any], path: str) -> Release:
+    from packaging.version import InvalidVersion, Version  # only release records need it
+
     def bad(problem: str) -> Internal:
         return Internal(f"the release record {path} is invalid: {clip(problem)}")
 

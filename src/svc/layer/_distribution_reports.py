@@ -9,10 +9,7 @@ commit). Every name, URL and command comes from the model's derivations; nothing
 
 from __future__ import annotations
 
-import importlib.metadata
-import platform
 import re
-import sysconfig
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -417,6 +414,9 @@ def platform_triple(plat: str, libc: tuple[str, str], machine: str) -> str:
 
 def running_triple() -> str:
     """The triple of the interpreter svc runs on."""
+    import platform  # these three are read only when the triple is asked for
+    import sysconfig
+
     return platform_triple(sysconfig.get_platform(), platform.libc_ver(), platform.machine())
 
 
@@ -428,6 +428,8 @@ def build_profile(package_dir: Path | None = None) -> Profile:
 
 def package_version() -> str:
     """The version of the installed svc package (its own `__version__` when it has no metadata)."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("svc")
     except importlib.metadata.PackageNotFoundError:
