@@ -20,10 +20,9 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: Declared but not imported by src, on purpose. `trio-websocket` is the design's client of the live channel
-#: (`/events`) for the command line; until the command line follows executions over it, only tests/ and
-#: bench/ import it.
-DECLARED_NOT_IMPORTED = frozenset({"trio-websocket"})
+#: Declared but not imported by src, on purpose (none now: `trio-websocket`, the live channel's client, is
+#: imported by `svc executions follow`).
+DECLARED_NOT_IMPORTED: frozenset[str] = frozenset()
 
 
 def _top_level_imports(paths: Iterable[Path], own: frozenset[str]) -> dict[str, list[str]]:

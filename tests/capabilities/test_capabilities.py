@@ -66,7 +66,15 @@ async def test_projections_close_http_and_cli_and_name_what_is_unmet(bare: Execu
     rows = {r["id"]: r for r in matrix["rows"]}
     assert rows["health.live"]["closed"] is True
     assert rows["health.live"]["http"] == "GET /api/v1/live"
-    assert matrix["unbacked"] == ["commands refresh", "generate", "mcp", "plan repair-ledger", "serve"]
+    assert matrix["unbacked"] == [
+        "commands refresh",
+        "executions follow",
+        "generate",
+        "mcp",
+        "plan repair-ledger",
+        "plan reseal",
+        "serve",
+    ]
     unmet = await ask(bare, "capabilities.projections", unmet=True)
     assert all(not r["closed"] for r in unmet["rows"])
     assert {f["id"] for f in unmet["findings"]} == {r["id"] for r in unmet["rows"]}

@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 SVC = Path(sys.executable).parent / "svc"
-#: Logged once the URL is in the lease (the server's own "svc: serving URL" line comes just before).
+#: Logged once the URL is in the lease (the only line of `svc mcp` naming its URL).
 SERVING = re.compile(r"svc: serving (http://127\.0\.0\.1:([0-9]+)) — MCP on stdio")
 BRIDGING = re.compile(r"svc: bridging this stdio session to (http://127\.0\.0\.1:[0-9]+)/mcp")
 #: How long a process may take to start and answer (the machine may be busy).

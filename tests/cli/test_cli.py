@@ -53,7 +53,7 @@ async def test_every_cli_exposure_is_a_command() -> None:
 async def test_not_found_is_one_line_on_stderr_and_exit_10() -> None:
     result = await invoke("capabilities", "describe", "no.such")
     assert result.exit_code == 10
-    assert result.stderr == "svc: not_found: no capability 'no.such' (see GET /api/v1/capabilities)\n"
+    assert result.stderr == "svc: not_found: no capability 'no.such' (see `svc capabilities list`)\n"
     assert result.stdout == ""
 
 
@@ -86,10 +86,10 @@ async def test_usage_errors_exit_2() -> None:
 async def test_readable_output_is_a_table() -> None:
     result = await invoke("capabilities", "list", "--kind", "query")
     assert result.exit_code == 0
-    lines = result.stdout.splitlines()
-    header = next(line for line in lines if line.strip().startswith("ID "))
-    assert "MODULE" in header
-    assert any(line.strip().startswith("health.live ") for line in lines)
+    lines = result.stdout.splitlines()  # piped: a header line, then one tab-separated record per line
+    header = next(line for line in lines if line.startswith("#capabilities\t"))
+    assert header.split("\t")[1:3] == ["id", "module"]
+    assert any(line.startswith("capabilities\thealth.live\t") for line in lines)
 
 
 def _cli_args(cap: Capability, example: dict[str, Any]) -> list[str]:
@@ -173,8 +173,9 @@ def test_generate_check_fails_on_a_hand_edited_copy(tmp_path: Path) -> None:
 
 def test_a_query_imports_no_web_or_mcp_stack_and_no_running_mesh(tmp_path: Path) -> None:
     probe = (
-        "import sys\nfrom svc.cli import main\ntry:\n    main(['health', 'live', '--json'])\nexcept SystemExit:\n"
-        "    pass\nheavy = [m for m in ('quart', 'quart_trio', 'hypercorn', 'mcp', 'starlette', 'pydantic',"
+        "import sys\nfrom svc.cli import main\nfor args in (['health', 'live', '--json'], ['plan', 'next']):\n"
+        "    try:\n        main(args)\n    except SystemExit:\n        pass\n"
+        "heavy = [m for m in ('rich', 'quart', 'quart_trio', 'hypercorn', 'mcp', 'starlette', 'pydantic',"
         " 'markdown_it', 'cryptography', 'jsonschema', 'svc.mesh_udp._cooperation', 'svc.mesh_udp._links',"
         " 'svc.mesh_udp._journal', 'svc.mesh_udp._fold', 'svc.mesh_udp._events', 'svc.mesh_udp._handovers')"
         " if m in sys.modules]\nprint('HEAVY', heavy)\n"

@@ -249,7 +249,7 @@ def test_the_peer_tree_is_drawn_on_a_terminal_and_one_record_per_line_when_piped
     inactive = msgspec.json.encode({"active": False, "reason": "off"})
     assert render(inactive, capability="mesh.peers", tty=True) == "cooperation does not run here: off\n"
     assert render(inactive, capability="mesh.peers", tty=False) == "cooperation\tinactive\toff\n"
-    assert render(inactive) == render(inactive, capability="mesh.status", tty=True)
+    assert render(inactive) == "active\tno\nreason\toff\n"
 
 
 class Paths(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
 import signal
 import subprocess
@@ -368,45 +367,3 @@ async def test_svc_executions_commands_ask_the_serving_server(run_checkout: Path
     code, listing, stderr = await svc_json("executions", "list", cwd=run_checkout)
     assert (code, listing["executions"]) == (0, [])
     assert b"no server serves this repository" in stderr
-
-
-@pytest.mark.slow
-@pytest.mark.bound(180)
-async def test_on_a_terminal_svc_run_shows_its_steps_and_a_progress_bar(run_checkout: Path) -> None:
-    """stderr is a pseudo-terminal: the step list is written line by line, the bar redrawn in place."""
-    controller, terminal = pty.openpty()
-    try:
-        process = await trio.lowlevel.open_process(
-            [*SVC, "run", "executions.demonstrate", "--input", '{"steps": 3}'],
-            cwd=run_checkout,
-            env=ENV,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=terminal,
-        )
-        os.close(terminal)
-        screen = bytearray()
-
-        def read_all() -> None:
-            while True:
-                try:
-                    chunk = os.read(controller, 65536)
-                except OSError:  # the terminal's last writer closed it
-                    return
-                if not chunk:
-                    return
-                screen.extend(chunk)
-
-        with trio.fail_after(START_SECONDS):
-            await trio.to_thread.run_sync(read_all)
-            code = await process.wait()
-    finally:
-        os.close(controller)
-    assert code == 0, bytes(screen)
-    text = bytes(screen).decode()
-    for n in (1, 2, 3):
-        assert f"… Step {n} of 3" in text
-        assert f"✓ step-{n}" in text
-    assert "\r\x1b[K  [" in text  # the bar is redrawn in place
-    assert "3/3 3 of 3 done" in text
-    assert "executions.demonstrate succeeded" in text

@@ -60,9 +60,10 @@ async def serve_http(
     port: int = DEFAULT_PORT,
     shutdown: trio.Event,
     limits: HttpLimits | None = None,
+    announce: bool = True,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve until `shutdown` is set; `task_status.started(url)` once bound.
+    """Serve until `shutdown` is set; `task_status.started(url)` once bound (and logged, with `announce`).
 
     `/mcp` (MCP over Streamable HTTP) is mounted beside the app, its session manager a task of its own.
     Shutdown ends the MCP sessions first, then closes the live channels (`stream.closing`), stops the
@@ -112,7 +113,8 @@ async def serve_http(
             await nursery.start(
                 partial(serve_connections, app, config, listener, upgrades=upgrades, shutdown_trigger=drained.wait)
             )
-            _log.info("svc: serving %s", url)
+            if announce:
+                _log.info("svc: serving %s", url)
             task_status.started(url)
     finally:
         executor.runtime.server.url = None

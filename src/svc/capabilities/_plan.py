@@ -17,7 +17,10 @@ from msgspec import Meta
 
 from svc._version import __version__
 from svc.layer import Repository
+from svc.layer._required import require_layer
 from svc.plan import (
+    FindingCode,
+    FindingLevel,
     Plan,
     PlanIssueList,
     PlanIssueRecord,
@@ -31,6 +34,7 @@ from svc.plan import (
     PlanWaveReport,
     Snapshot,
     issue_list,
+    known_domains,
     move_issue,
     next_issue,
     read_snapshot,
@@ -58,7 +62,7 @@ MODULE = Module(
     title="Plan",
     description=(
         "Milestones and issues of .ai/repo/project/, derived on every read (statuses, gates, ranks, waves, "
-        "findings) and moved only by sealed transitions."
+        "findings) and moved only by sealed transitions. A checkout without an .ai/ layer answers not found."
     ),
 )
 
@@ -90,6 +94,13 @@ class RecordInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     id: Annotated[str, Meta(description="a milestone id or an issue id")]
 
 
+class ValidateInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Filters of `plan.validate`'s findings; the tallies and `valid` always count every finding."""
+
+    code: Annotated[FindingCode | None, Meta(description="keep only the findings of this code")] = None
+    level: Annotated[FindingLevel | None, Meta(description="keep only the findings of this level")] = None
+
+
 class PlanTransitionInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Input of `plan.transition`: the issue and the move, nothing else (no timestamp, force or reason)."""
 
@@ -97,8 +108,14 @@ class PlanTransitionInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
     transition: Annotated[PlanTransition, Meta(description="start, verify or done")]
 
 
+def _read(repo: Repository) -> Snapshot:
+    require_layer(repo)
+    return read_snapshot(repo)
+
+
 async def _snapshot(ctx: Context) -> Snapshot:
-    return await trio.to_thread.run_sync(read_snapshot, ctx.runtime.repository)
+    """The records and the plan, read in a worker thread; `NotFound` when the checkout has no `.ai/` layer."""
+    return await trio.to_thread.run_sync(_read, ctx.runtime.repository)
 
 
 async def model(ctx: Context, params: NoInput) -> Plan:
@@ -114,7 +131,8 @@ async def issues(ctx: Context, params: IssuesInput) -> PlanIssueList:
 
 async def next_(ctx: Context, params: MilestoneFilter) -> PlanNextIssue:
     """The READY issue to take now, widened to the whole plan when the milestone has none."""
-    return next_issue((await _snapshot(ctx)).plan, params.milestone)
+    snapshot = await _snapshot(ctx)
+    return next_issue(snapshot.plan, params.milestone, snapshot.records, known_domains())
 
 
 async def record(ctx: Context, params: RecordInput) -> PlanMilestoneRecord | PlanIssueRecord:
@@ -133,9 +151,9 @@ async def status(ctx: Context, params: MilestoneFilter) -> PlanStatusReport:
     return status_report((await _snapshot(ctx)).plan, params.milestone)
 
 
-async def validate(ctx: Context, params: NoInput) -> PlanValidation:
-    """Every finding, in derivation order; valid when none is a failure."""
-    return validation((await _snapshot(ctx)).plan)
+async def validate(ctx: Context, params: ValidateInput) -> PlanValidation:
+    """The findings of the code and level asked for (every one without), in derivation order, with the tallies."""
+    return validation((await _snapshot(ctx)).plan, params.code, params.level)
 
 
 async def waves(ctx: Context, params: MilestoneFilter) -> PlanWaveReport:
@@ -147,6 +165,7 @@ def _move(repo: Repository, params: PlanTransitionInput, bump: Callable[[], int]
     def written() -> None:
         trio.from_thread.run_sync(bump)
 
+    require_layer(repo)
     return move_issue(repo, params.issue, params.transition, by=f"svc/{__version__}", on_written=written)
 
 
@@ -202,7 +221,9 @@ CAPABILITIES = (
         description=(
             "The lowest-wave READY issue of the milestone (else the active milestone), highest priority "
             "first, then by id; widened to the whole plan when that milestone has none ready. With nothing "
-            "executable, `issue` is absent and `reason` says why."
+            "executable, `issue` is absent and `reason` says why. `failures` counts the plan's failures "
+            "(`failures_command` lists them); `unproven_stamps` and `notes` say why an issue whose record "
+            "carries stamps is still READY (no stamp of it is proven). 404 when the checkout has no .ai/ layer."
         ),
         input=MilestoneFilter,
         output=PlanNextIssue,
@@ -251,8 +272,9 @@ CAPABILITIES = (
         "status",
         title="Plan status",
         description=(
-            "Status and counts of every milestone (or the one named), the next ready issue, and the counts "
-            "over the whole plan (or that milestone)."
+            "Status and counts of every milestone (or the one named), the next ready issue, the counts "
+            "over the whole plan (or that milestone), and the number of failures of the whole plan with the "
+            "command that lists them. 404 when the checkout has no .ai/ layer."
         ),
         input=MilestoneFilter,
         output=PlanStatusReport,
@@ -308,10 +330,12 @@ CAPABILITIES = (
         "validate",
         title="Validate the plan",
         description=(
-            "Every finding of the derivation (FAIL or WARN) in derivation order, with tallies; `valid` is "
-            "false when any finding is a failure, and `svc plan validate` then exits 10."
+            "The findings of the derivation (FAIL or WARN) in derivation order, those of one `code` and/or "
+            "`level` when asked; `valid`, `failures`, `warnings` and `counts` (by level and by code) always "
+            "count every finding. `valid` is false when any finding is a failure, and `svc plan validate` then "
+            "exits 10."
         ),
-        input=NoInput,
+        input=ValidateInput,
         output=PlanValidation,
         handler=validate,
         examples=(Example(name="validate"),),

@@ -25,12 +25,14 @@ import asyncclick as click
 import msgspec
 import trio
 
-from svc._errors import InvalidInput, SvcError
+from svc._errors import SvcError
 from svc._version import __version__
 from svc.capabilities import builtin_registry
 from svc.cli._render import render
+from svc.cli._runs import call_watched
+from svc.cli._terms import cli_terms
 from svc.layer import Repository
-from svc.registry import Capability, Registry, input_problems
+from svc.registry import Capability, Registry
 from svc.runtime import Actor, Executor
 from svc.surfaces import (
     VERSION_OPTION,
@@ -45,6 +47,7 @@ from svc.surfaces import (
     cli_tree,
     global_options,
 )
+from svc.surfaces._commands import FollowOptions, ResealOptions
 
 __all__ = ["build_cli", "main"]
 
@@ -52,7 +55,7 @@ EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 10
 
 
 def _fail(exc: SvcError) -> None:
-    click.echo(f"svc: {exc.code}: {exc.message}", err=True)
+    click.echo(f"svc: {exc.code}: {cli_terms(exc.message, builtin_registry)}", err=True)
     raise SystemExit(exc.exit_code)
 
 
@@ -70,10 +73,11 @@ def _configure_logging(level: int) -> None:
 def _click_parameter(param: CliParameter, *, typed: bool) -> click.Parameter:
     """The click parameter of one parameter of the command tree.
 
-    With `typed` (infrastructure commands, whose values click converts and msgspec then decodes into the
-    options Struct) integers and numbers are parsed by click; without (capability commands), every value stays
-    text for the executor's binding rules, as an HTTP query string would. An option's default is shown in its
-    help and otherwise left to the Struct.
+    With `typed` (every command: an infrastructure command's values then decode into its options Struct, a
+    capability command's go back to text for the executor's binding rules, as an HTTP query string would)
+    integers and numbers are parsed by click, so the help says INTEGER or FLOAT and a wrong one is a usage error
+    (exit 2); without, every value stays text. An option's default is shown in its help and otherwise left to
+    the Struct.
     """
     dest = param.field or param.name.lstrip("-").replace("-", "_")
     kind: Any = click.STRING
@@ -103,11 +107,13 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
     assert spec.capability is not None
     cap = registry.by_id[spec.capability]
     fields = {p.field for p in spec.parameters if p.field is not None}
+    summarised = any(p.name == "--all" and p.field is None for p in spec.parameters)
     preset = [(name, _text(value)) for name, value in (spec.preset or {}).items()]
 
     @click.pass_context
     async def run(ctx: click.Context, /, **values: Any) -> None:
         as_json = bool(values.pop("json", False))
+        full = bool(values.pop("all", False)) if summarised else False
         if ctx.invoked_subcommand is not None:
             return
         items = preset + [
@@ -124,7 +130,7 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
                 if cap.cli_remote:
                     body = await _remote_or_local(executor, cap, params)
                 else:
-                    body = await executor.call(cap, params, actor=_cli_actor())
+                    body = await call_watched(executor, cap, params, actor=_cli_actor())
         except SvcError as exc:
             _fail(exc)
             return
@@ -132,7 +138,7 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
             sys.stdout.buffer.write(body + b"\n")
             sys.stdout.flush()
         else:
-            click.echo(render(body, capability=cap.id, tty=sys.stdout.isatty()), nl=False)
+            click.echo(render(body, capability=cap.id, tty=sys.stdout.isatty(), full=full), nl=False)
         if cap.cli_verdict is not None and msgspec.json.decode(body).get(cap.cli_verdict) is False:
             raise SystemExit(EXIT_REFUSED)
 
@@ -141,8 +147,8 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
     return kind(
         spec.words[-1],
         callback=run,
-        params=[_click_parameter(p, typed=False) for p in spec.parameters],
-        help=f"{spec.summary}.\n\n{cap.description}\n\nRuns the capability {cap.id}.",
+        params=[_click_parameter(p, typed=True) for p in spec.parameters],
+        help=f"{spec.summary}.\n\n{cli_terms(cap.description, lambda: registry)}\n\nRuns the capability {cap.id}.",
         short_help=spec.summary,
         **extra,
     )
@@ -211,8 +217,10 @@ def _bad_parameter(ctx: click.Context, exc: msgspec.ValidationError) -> click.Ba
 
 async def _serve(ctx: click.Context, options: ServeOptions) -> None:
     _configure_logging(logging.INFO)
+    from svc.cli._exit import arm
     from svc.host import serve
 
+    arm()
     try:
         await serve(_repository(ctx), port=options.port)
     except SvcError as exc:
@@ -224,6 +232,9 @@ async def _serve(ctx: click.Context, options: ServeOptions) -> None:
 
 async def _mcp(ctx: click.Context, options: McpOptions) -> None:
     _configure_logging(logging.INFO)
+    from svc.cli._exit import arm
+
+    arm()
     repo = _repository(ctx)
     if options.inspect:
         import httpx
@@ -275,10 +286,13 @@ async def _commands_refresh(ctx: click.Context, options: CommandsRefreshOptions)
 
 
 async def _repair_ledger(ctx: click.Context, options: RepairLedgerOptions) -> None:
+    from svc.layer._required import require_layer
     from svc.plan import repair_ledger
 
     try:
-        repair = await trio.to_thread.run_sync(repair_ledger, _repository(ctx))
+        repo = _repository(ctx)
+        require_layer(repo)
+        repair = await trio.to_thread.run_sync(repair_ledger, repo)
     except SvcError as exc:
         _fail(exc)
         return
@@ -290,42 +304,81 @@ async def _repair_ledger(ctx: click.Context, options: RepairLedgerOptions) -> No
         click.echo("repair-ledger: the ledger agrees with the records; nothing to do")
 
 
-async def _run(ctx: click.Context, options: RunOptions) -> None:
-    from svc.cli._watch import watch
-    from svc.host import open_service, run_execution
-    from svc.nursery import Engine
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
-    quiet, as_json = options.quiet, options.json
+
+async def _reseal(ctx: click.Context, options: ResealOptions) -> None:
+    from svc.plan import known_domains, reseal
+
+    if options.domain is None:
+        known = ", ".join(known_domains()) or "none"
+        raise click.UsageError(
+            f"Missing option '--domain': the seal domain the stamps were sealed under (svc recognises: {known})",
+            ctx=ctx,
+        )
+    run = partial(reseal, _repository(ctx), options.domain, write=options.write, by=f"svc/{__version__}")
     try:
-        raw = msgspec.json.decode(options.input) if options.input else {}
-        async with open_service(_repository(ctx), surface="cli", watch=False) as executor:
-            engine = executor.components.get(Engine)
-            cap = engine.find_capability(options.capability)
-            problems = input_problems(cap, raw)
-            if problems:
-                raise InvalidInput(f"input of {cap.id}: " + "; ".join(problems))
-            params = executor.decode_value(cap, raw)
-            shown = None if quiet or as_json else partial(watch, live=sys.stderr.isatty())
-            execution = await run_execution(engine, cap, params, quiet=quiet, view=shown)
-            view = engine.store.view(execution)
-    except msgspec.DecodeError as exc:
-        _fail(InvalidInput(f"--input is not JSON: {exc}"))
-        return
+        done = await trio.to_thread.run_sync(run)
     except SvcError as exc:
         _fail(exc)
         return
-    if as_json:
-        sys.stdout.buffer.write(msgspec.json.encode(view) + b"\n")
-        sys.stdout.flush()
-    elif not quiet:
-        took = f" in {view.duration_ms} ms" if view.duration_ms is not None else ""
-        click.echo(f"{view.capability} {view.state}{took} ({view.id})", err=True)
-        if view.error is not None:
-            click.echo(f"svc: {view.error.code}: {view.error.message}", err=True)
-        if view.output is not None:
-            click.echo(render(msgspec.json.encode(view.output)), nl=False)
-    if view.state != "succeeded":
+    for path in done.removed:
+        click.echo(f"removed        {path}")
+    for event in done.appended:
+        click.echo(f"appended       {event}")
+    verb = "re-sealed    " if done.written else "would re-seal"
+    for stamp in done.resealed:
+        click.echo(f"{verb}  {stamp.describe()}  ({stamp.path})")
+    for stamp in done.refused:
+        click.echo(f"refused        {stamp.describe()}: {stamp.reason}")
+    stamps = _count(len(done.resealed), "stamp")
+    issues = _count(len({s.issue for s in done.resealed}), "issue")
+    if not done.resealed:
+        click.echo(f"reseal: no stamp is sealed under {done.domain}; nothing to do")
+    elif done.written:
+        click.echo(f"reseal: {stamps} of {issues} re-sealed with svc's seal, one ledger event each")
+    else:
+        click.echo(
+            f"reseal: {stamps} of {issues} are sealed under {done.domain}; nothing was written "
+            "(run again with --write to re-seal them)"
+        )
+    if done.refused:
+        click.echo(
+            f"reseal: {_count(len(done.refused), 'stamp')} refused: a seal that proves under neither "
+            f"{done.domain} nor svc's domain is left as it is"
+        )
+    if done.unsealed:
+        click.echo(
+            f"reseal: {_count(done.unsealed, 'unproven stamp')} without a seal left as written "
+            "(only `svc plan start|verify|done` writes a proven stamp)"
+        )
+    if done.refused:
         raise SystemExit(EXIT_REFUSED)
+
+
+async def _run(ctx: click.Context, options: RunOptions) -> None:
+    from svc.cli._runs import run_command
+
+    try:
+        code = await run_command(_repository(ctx), options)
+    except SvcError as exc:
+        _fail(exc)
+        return
+    if code != EXIT_OK:
+        raise SystemExit(code)
+
+
+async def _follow(ctx: click.Context, options: FollowOptions) -> None:
+    from svc.cli._runs import follow_command
+
+    try:
+        code = await follow_command(_repository(ctx), options)
+    except SvcError as exc:
+        _fail(exc)
+        return
+    if code != EXIT_OK:
+        raise SystemExit(code)
 
 
 # What each infrastructure command does, by the name of its options Struct (`CliCommand.options`).
@@ -333,9 +386,11 @@ _HANDLERS: dict[str, tuple[type[msgspec.Struct], _Handler]] = {
     tp.__name__: (tp, handler)
     for tp, handler in (
         (CommandsRefreshOptions, _commands_refresh),
+        (FollowOptions, _follow),
         (GenerateOptions, _generate),
         (McpOptions, _mcp),
         (RepairLedgerOptions, _repair_ledger),
+        (ResealOptions, _reseal),
         (RunOptions, _run),
         (ServeOptions, _serve),
     )
@@ -388,5 +443,11 @@ def build_cli(registry: Registry | None = None) -> click.Group:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the CLI on trio."""
-    build_cli()(args=argv, prog_name="svc", _anyio_backend="trio")
+    """Console entry point: run the CLI on trio (a process that served leaves without the teardown, `_exit`)."""
+    from svc.cli._exit import leave_if_armed
+
+    try:
+        build_cli()(args=argv, prog_name="svc", _anyio_backend="trio")
+    except SystemExit as exc:
+        leave_if_armed(exc.code)
+        raise

@@ -1,116 +1,152 @@
-"""Readable terminal output for any answer: scalar fields as lines, lists of records as tables.
+"""Readable output for any answer: for a terminal (see `_terminal`) or as stable text for a pipe.
 
-A few answers have a shape of their own: the mesh's peer tree (`mesh.peers`) is drawn as a tree on a
-terminal and printed as one tab-separated record per line when piped (stable for `grep` and `awk`).
+Piped (stdout is not a terminal), the text is for `grep`, `cut` and `awk`: one record per line, fields separated
+by tabs, nothing shortened, no colour, no box drawing.
+
+- A scalar field is `path<TAB>value`, `path` being the dotted keys that lead to it (`project.name`).
+- A list of records is a table: a header line `#path<TAB>column...`, then one line `path<TAB>value...` per
+  record. A nested record's fields are dotted columns (`counts.total`); a list of records inside a record is a
+  table of its own (`waves.issues`) whose first column is the parent's identity (its `id`, else its first
+  column), named by its dotted path (`waves.wave`).
+- An absent value, an empty text, an empty list and an empty record are `-`; booleans are `yes`/`no`; a list
+  of scalars is comma-separated; whitespace (line breaks, tabs) folds to one space.
+
+The mesh's peer tree (`mesh.peers`) keeps its own records (`cooperation`, `machine`, `runtime`, `session`,
+`claim`, `review`, `refused`; see docs/mesh.md). rich is imported only by the terminal view.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-__all__ = ["render"]
-
-_MAX_CELL = 60
+__all__ = ["field_text", "flatten", "peer_drawing", "plain_lines", "render"]
 
 
-def render(body: bytes, *, capability: str | None = None, tty: bool = False) -> str:
-    """Render an encoded JSON answer of `capability` for a person (`tty`: for a terminal rather than a pipe)."""
+def render(
+    body: bytes,
+    *,
+    capability: str | None = None,
+    tty: bool = False,
+    width: int | None = None,
+    full: bool = False,
+    color: bool | None = None,
+) -> str:
+    """Render an encoded JSON answer of `capability` for a person.
+
+    `tty`: for a terminal `width` columns wide (default: the terminal's), in colour unless `color` is false or
+    `NO_COLOR` is set (to any value); `full`: show every item where the terminal view summarises. Without
+    `tty`: the stable piped text.
+    """
     value = msgspec.json.decode(body)
-    shaped = _SHAPED.get(capability or "")
-    if shaped is not None and isinstance(value, dict):
-        return shaped(value, tty)
-    lines: list[str] = []
-    _render_value(value, lines, indent="")
-    return "\n".join(lines) + "\n"
+    cap = capability or ""
+    if tty:
+        from svc.cli._terminal import render_terminal
+
+        columns = width or shutil.get_terminal_size((100, 24)).columns
+        colour = "NO_COLOR" not in os.environ if color is None else color
+        return render_terminal(value, capability=cap, width=columns, color=colour, full=full)
+    if cap == "mesh.peers" and isinstance(value, dict):
+        return "\n".join(_peer_records(value)) + "\n"
+    return "\n".join(plain_lines(value)) + "\n"
 
 
 def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list) and all(_scalar(v) for v in value):
-        text = ", ".join(_cell(v) for v in value)
-    elif _scalar(value):
-        text = str(value)
-    else:
-        text = msgspec.json.encode(value).decode()
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_CELL else text[: _MAX_CELL - 1] + "…"
-
-
-def _render_value(value: Any, lines: list[str], indent: str) -> None:
-    if isinstance(value, dict):
-        _render_mapping(value, lines, indent)
-    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        _table(value, lines, indent)
-    else:
-        lines.append(indent + _cell(value))
-
-
-def _render_mapping(mapping: dict[str, Any], lines: list[str], indent: str) -> None:
-    simple = {k: v for k, v in mapping.items() if _scalar(v) or (isinstance(v, list) and all(map(_scalar, v)))}
-    width = max((len(k) for k in simple), default=0)
-    for key, value in simple.items():
-        lines.append(f"{indent}{key.ljust(width)}  {_cell(value)}")
-    for key, value in mapping.items():
-        if key in simple:
-            continue
-        lines.append("")
-        lines.append(f"{indent}{key}:")
-        if isinstance(value, list) and not value:
-            lines.append(f"{indent}  (none)")
-        elif isinstance(value, dict) and all(_scalar(v) for v in value.values()) and len(value) > 8:
-            lines.append(indent + "  " + _cell(value))
-        else:
-            _render_value(value, lines, indent + "  ")
-
-
-def _table(rows: list[dict[str, Any]], lines: list[str], indent: str) -> None:
-    columns: list[str] = []
-    for row in rows:
-        for key, value in row.items():
-            if key not in columns and (_scalar(value) or (isinstance(value, list) and all(map(_scalar, value)))):
-                columns.append(key)
-    budget = shutil.get_terminal_size((120, 24)).columns - len(indent)
-    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
-    shown: list[int] = []
-    used = 0
-    for i, w in enumerate(widths):
-        if used + w + 2 > budget and shown:
-            break
-        shown.append(i)
-        used += w + 2
-    lines.append(indent + "  ".join(columns[i].upper().ljust(widths[i]) for i in shown).rstrip())
-    for row_cells in cells:
-        lines.append(indent + "  ".join(row_cells[i].ljust(widths[i]) for i in shown).rstrip())
-
-
-# -- the mesh's peer tree -----------------------------------------------------------------------------------
-
-
-def _field(value: Any) -> str:
-    """One tab-separated field: `-` when absent, whitespace (tabs, line breaks) folded to one space."""
-    if value is None or value == "":
+def field_text(value: Any) -> str:
+    """One tab-separated field: `-` when absent or empty, whitespace (tabs, line breaks) folded to one space."""
+    if value is None or value == "" or value == [] or value == {}:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list):
-        return ",".join(_field(v) for v in value) or "-"
+        return ",".join(field_text(v) for v in value)
+    if isinstance(value, dict):
+        return msgspec.json.encode(value).decode()
     return " ".join(str(value).split()) or "-"
 
 
 def _record(*fields: Any) -> str:
-    return "\t".join(_field(f) for f in fields)
+    return "\t".join(field_text(f) for f in fields)
+
+
+def flatten(
+    row: dict[str, Any], cells: dict[str, Any], tables: dict[str, list[dict[str, Any]]], prefix: str = ""
+) -> None:
+    """Split a record into dotted scalar `cells` (nested records flattened) and its lists of records (`tables`)."""
+    for key, value in row.items():
+        name = prefix + key
+        if isinstance(value, dict) and value:
+            flatten(value, cells, tables, name + ".")
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            tables[name] = value
+        else:
+            cells[name] = value
+
+
+def plain_lines(value: Any) -> list[str]:
+    """The piped text of an answer, one record per line."""
+    lines: list[str] = []
+    if isinstance(value, dict):
+        _plain_mapping(value, "", lines)
+    elif isinstance(value, list):
+        _plain_list(value, "-", lines)
+    else:
+        lines.append(field_text(value))
+    return lines
+
+
+def _plain_mapping(mapping: dict[str, Any], path: str, lines: list[str]) -> None:
+    for key, value in mapping.items():
+        here = f"{path}.{key}" if path else key
+        if isinstance(value, dict) and value:
+            _plain_mapping(value, here, lines)
+        elif isinstance(value, list) and value and not all(_scalar(v) for v in value):
+            _plain_list(value, here, lines)
+        else:
+            lines.append(_record(here, value))
+
+
+def _plain_list(items: list[Any], path: str, lines: list[str]) -> None:
+    if all(isinstance(item, dict) for item in items):
+        lines.extend(_plain_table(path, [], [([], item) for item in items]))
+        return
+    for item in items:
+        lines.append(_record(path, item))
+
+
+def _plain_table(path: str, parents: list[str], rows: list[tuple[list[Any], dict[str, Any]]]) -> list[str]:
+    """A header line, one line per record, then the tables nested in those records."""
+    flat: list[tuple[list[Any], dict[str, Any], dict[str, list[dict[str, Any]]]]] = []
+    columns: dict[str, None] = {}
+    nested: dict[str, None] = {}
+    for prefix, row in rows:
+        cells: dict[str, Any] = {}
+        tables: dict[str, list[dict[str, Any]]] = {}
+        flatten(row, cells, tables)
+        flat.append((prefix, cells, tables))
+        columns.update(dict.fromkeys(cells))
+        nested.update(dict.fromkeys(tables))
+    lines = ["\t".join(["#" + path, *parents, *columns])]
+    lines.extend(_record(path, *prefix, *(cells.get(c) for c in columns)) for prefix, cells, _ in flat)
+    identity = "id" if "id" in columns else next(iter(columns), None)
+    for key in nested:
+        children = [
+            ([*prefix, cells.get(identity) if identity else None], child)
+            for prefix, cells, tables in flat
+            for child in tables.get(key, [])
+        ]
+        named = [*parents, f"{path}.{identity}"] if identity else parents
+        lines.extend(_plain_table(f"{path}.{key}", named, children))
+    return lines
+
+
+# -- the mesh's peer tree -----------------------------------------------------------------------------------
 
 
 def _bare(key: str) -> str:
@@ -149,7 +185,7 @@ def _session_records(session: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _peer_drawing(tree: dict[str, Any]) -> list[str]:
+def peer_drawing(tree: dict[str, Any]) -> list[str]:
     """The tree for a terminal: machine, runtime, session, then its claims and review requests."""
     if not tree.get("active"):
         return [f"cooperation does not run here: {tree.get('reason') or 'not started'}"]
@@ -195,11 +231,3 @@ def _draw_sessions(sessions: list[dict[str, Any]], prefix: str, lines: list[str]
             else:
                 text = f"review {_bare(item['key'])}  {item['state']}  {item['subject']}"
             lines.append(f"{inner}{branch}{text}")
-
-
-def _peer_tree(tree: dict[str, Any], tty: bool) -> str:
-    return "\n".join(_peer_drawing(tree) if tty else _peer_records(tree)) + "\n"
-
-
-#: Answers with a rendering of their own, by capability id: `(answer, tty) -> text`.
-_SHAPED: dict[str, Callable[[dict[str, Any], bool], str]] = {"mesh.peers": _peer_tree}

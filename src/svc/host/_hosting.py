@@ -29,7 +29,8 @@ _log = logging.getLogger("svc.serve")
 async def watch_signals(shutdown: trio.Event) -> None:
     """Set `shutdown` on the first SIGINT, SIGTERM or SIGHUP (the process then ends with exit 0)."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-        async for _ in signals:
+        async for received in signals:
+            _log.info("svc: %s received; stopping", signal.Signals(received).name)
             shutdown.set()
             return
 

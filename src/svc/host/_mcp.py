@@ -322,15 +322,24 @@ class Host:
     ) -> None:
         """Serve the checkout from this process until `stop`: the executor, and HTTP unless standalone."""
         executor: Executor = await self.nursery.start(
-            partial(serve_checkout, self.repo, surface="mcp", port=self.port, lease=lease, http=http, stop=self.stop)
+            partial(
+                serve_checkout,
+                self.repo,
+                surface="mcp",
+                port=self.port,
+                lease=lease,
+                http=http,
+                stop=self.stop,
+                announce=False,
+            )
         )
         self._serving(executor)
         url = executor.runtime.server.url
         if url is not None:
             catalog = mcp_catalog(executor.runtime.registry)
+            # The one line naming the URL (serve_checkout did not announce it), once the lease holds it.
             _log.info(
-                "svc: serving %s — MCP on stdio and %s/mcp, %d tools, %d query resources",
-                url,
+                "svc: serving %s — MCP on stdio and on HTTP at /mcp, %d tools, %d query resources",
                 url,
                 len(catalog.tools),
                 len(catalog.resources),

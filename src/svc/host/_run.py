@@ -15,6 +15,7 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -173,8 +174,14 @@ class Reporter:
             self.engine.store.unsubscribe(subscriber)
 
 
-async def interrupts(engine: Engine, execution: Execution, *, task_status: trio.TaskStatus[None]) -> None:
-    """First Ctrl-C cancels the execution (`by: cli`); a second exits at once."""
+async def interrupts(
+    engine: Engine,
+    execution: Execution,
+    *,
+    before_exit: Callable[[], None] | None = None,
+    task_status: trio.TaskStatus[None],
+) -> None:
+    """First Ctrl-C cancels the execution (`by: cli`); a second exits at once (after `before_exit`)."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         task_status.started()
         count = 0
@@ -183,8 +190,12 @@ async def interrupts(engine: Engine, execution: Execution, *, task_status: trio.
             if count == 1:
                 with contextlib.suppress(SvcError):
                     engine.cancel(execution.id, by="cli")
-                sys.stderr.write("\nsvc: cancelling (Ctrl-C again to exit at once)\n")
+                sys.stderr.write("svc: cancelling (Ctrl-C again to exit at once)\n")
+                sys.stderr.flush()
             else:
+                if before_exit is not None:
+                    before_exit()
+                sys.stderr.flush()
                 os._exit(130)
 
 
@@ -199,12 +210,27 @@ async def _report(reporter: Reporter, reported: trio.Event) -> None:
 View = Callable[[Engine, Execution], Awaitable[None]]
 
 
+async def _view(view: View, engine: Engine, execution: Execution, viewed: trio.Event) -> None:
+    try:
+        await view(engine, execution)
+    finally:
+        viewed.set()
+
+
 async def run_execution(
-    engine: Engine, cap: Capability, params: msgspec.Struct, *, quiet: bool, view: View | None = None
+    engine: Engine,
+    cap: Capability,
+    params: msgspec.Struct,
+    *,
+    quiet: bool,
+    view: View | None = None,
+    before_exit: Callable[[], None] | None = None,
 ) -> Execution:
     """Run one execution of `cap` here, reporting it when a server serves the checkout; wait ≤ 600 s.
 
-    `view`, when given, runs beside the execution (a terminal view of its steps and progress).
+    `view`, when given, runs beside the execution (a terminal view of its steps and progress) and is waited for
+    (at most 5 s) once the execution ended, so that it shows the last event. `before_exit` runs before a second
+    Ctrl-C ends the process at once (the view gives the terminal back).
     """
     import httpx
 
@@ -219,9 +245,12 @@ async def run_execution(
             )
         execution = engine.start(cap, params, actor=Actor(kind="cli", pid=os.getpid()))
         async with trio.open_nursery() as nursery:
-            await nursery.start(interrupts, engine, execution)
+            await nursery.start(partial(interrupts, engine, execution, before_exit=before_exit))
+            viewed = trio.Event()
             if view is not None:
-                nursery.start_soon(view, engine, execution)
+                nursery.start_soon(_view, view, engine, execution, viewed)
+            else:
+                viewed.set()
             reported = trio.Event()
             if url is not None:
                 nursery.start_soon(_report, Reporter(client, url, engine, execution, cap), reported)
@@ -234,5 +263,6 @@ async def run_execution(
                 await execution.done.wait()
             with trio.move_on_after(FLUSH_SECONDS):
                 await reported.wait()
+                await viewed.wait()
             nursery.cancel_scope.cancel()
     return execution

@@ -32,13 +32,15 @@ async def serve_checkout(
     lease: Lease | None,
     http: bool,
     stop: trio.Event,
+    announce: bool = True,
     task_status: trio.TaskStatus[Executor] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve `repo` from this process until `stop`; `task_status.started(executor)` once it serves.
 
     With `http`, HTTP is bound on 127.0.0.1 (`port` first), its URL written into `lease` (when this process
     holds it) and the mesh started; without, only the executor runs (a standalone MCP session). The lease is
-    released when the service ends, whatever ended it.
+    released when the service ends, whatever ended it. Without `announce` the bound URL is not logged here
+    (the caller logs it once, with what else it serves).
     """
     try:
         mesh = await Mesh.open(repo) if http else None
@@ -49,7 +51,7 @@ async def serve_checkout(
                 await stop.wait()
                 return
             async with trio.open_nursery() as nursery:
-                url = await nursery.start(partial(serve_http, executor, port=port, shutdown=stop))
+                url = await nursery.start(partial(serve_http, executor, port=port, shutdown=stop, announce=announce))
                 if lease is not None:
                     lease = await trio.to_thread.run_sync(publish_url, repo, lease, url)
                 if mesh is not None:
@@ -74,3 +76,4 @@ async def serve(repo: Repository, *, port: int) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch_signals, stop)
         await nursery.start(partial(serve_checkout, repo, surface="http", port=port, lease=lease, http=True, stop=stop))
+    _log.info("svc: stopped")

@@ -432,7 +432,11 @@ class ExecutionStore:
         return event
 
     def _apply(self, x: Execution, kind: str, data: Any, now: str) -> None:
-        if kind == "execution.started":
+        if kind == "execution.created":
+            # The record is created when its `created` event is: a mirror's first report arrives after the
+            # reporting process created (and often started) the execution, and carries that moment.
+            x.created_at = now
+        elif kind == "execution.started":
             x.state, x.started_at = "running", now
         elif kind == "execution.progress":
             x.progress = data

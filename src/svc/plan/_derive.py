@@ -1,7 +1,8 @@
 """The derivation of the plan: a pure function of the loaded records (docs/plan.md).
 
-No file I/O, no clock, no Git. Every loop walks records in id byte order, so no answer depends on the order
-files were listed in. Findings are appended in the order of the steps below, which is part of the contract.
+No file I/O (beyond the seal domains svc recognises, its own data read once per process), no clock, no Git.
+Every loop walks records in id byte order, so no answer depends on the order files were listed in. Findings
+are appended in the order of the steps below, which is part of the contract.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from svc.plan._load import IssueRecord, MilestoneRecord, Records, gc_paused
 from svc.plan._model import (
     ISSUE_STATUSES,
     MILESTONE_STATUSES,
+    FindingCode,
     Plan,
     PlanCounts,
     PlanEdge,
@@ -23,7 +25,8 @@ from svc.plan._model import (
     PlanWave,
     vocabulary,
 )
-from svc.plan._seal import MOVES, Move
+from svc.plan._proof import unproven_stamps
+from svc.plan._seal import MOVES, Move, known_domains
 
 __all__ = ["derive", "overlap", "priority_rank", "reconcile"]
 
@@ -55,11 +58,11 @@ def overlap(a: str, b: str) -> bool:
     return a == b or b.startswith(a + "/") or a.startswith(b + "/")
 
 
-def _fail(code: str, subject: str, message: str) -> PlanFinding:
+def _fail(code: FindingCode, subject: str, message: str) -> PlanFinding:
     return PlanFinding(level="FAIL", code=code, subject=clip(subject), message=clip(message))
 
 
-def _warn(code: str, subject: str, message: str) -> PlanFinding:
+def _warn(code: FindingCode, subject: str, message: str) -> PlanFinding:
     return PlanFinding(level="WARN", code=code, subject=clip(subject), message=clip(message))
 
 
@@ -81,7 +84,12 @@ def _layers(count: int, parents: Sequence[Sequence[int]], children: Sequence[Seq
     return rounds
 
 
-def _stamp_message(move: Move, stamp: str) -> str:
+def _stamp_message(move: Move, stamp: str, domain: str | None) -> str:
+    if domain is not None:
+        return (
+            f"{move.field} {stamp} has no {move.event} event: {move.seal_field} seals it under the domain "
+            f"{domain}, not svc's; `svc plan reseal --domain {domain}` re-seals it"
+        )
     return (
         f"{move.field} {stamp} has no {move.event} event: {move.seal_field} is absent or does not seal it, "
         f"and only `svc plan {move.transition}` writes the stamp"
@@ -103,6 +111,7 @@ class _Issues:
         records: Sequence[IssueRecord],
         milestone_ids: set[str],
         unlogged: Collection[tuple[str, str, str]],
+        domains: Sequence[str],
         out: list[PlanFinding],
     ) -> None:
         self.records = records
@@ -131,9 +140,9 @@ class _Issues:
                     out.append(_warn("no_evidence_required", r.id, message))
             stamps = (r.started_at, r.verified_at, r.completed_at)
             if stamps != r.proven:
-                for move, stamp, proof in zip(_MOVES, stamps, r.proven, strict=True):
-                    if stamp and not proof:
-                        out.append(_fail("stamp_without_event", r.id, _stamp_message(move, stamp)))
+                for unproven in unproven_stamps(r, domains):
+                    message = _stamp_message(unproven.move, unproven.stamp, unproven.domain)
+                    out.append(_fail("stamp_without_event", r.id, message))
             if unlogged:
                 for move, stamp in zip(_MOVES, stamps, strict=True):
                     if (r.id, move.event, stamp) in unlogged:
@@ -411,20 +420,25 @@ def _gate_issues(
     return gated
 
 
-def derive(records: Records, *, unlogged: Collection[tuple[str, str, str]] = ()) -> Plan:
+def derive(
+    records: Records, *, unlogged: Collection[tuple[str, str, str]] = (), domains: Sequence[str] | None = None
+) -> Plan:
     """Derive the whole plan from loaded records (the loader's findings come first).
 
     `unlogged` holds the `(issue, event, stamp)` of sealed stamps whose ledger event an interrupted move
     left out (read by the file layer); each one that the record still holds is a `ledger_gap` finding.
+    `domains` are the seal domains of other tools, by default those svc recognises (`known_domains()`, svc's
+    own data, read once per process): a `stamp_without_event` whose seal proves under one of them names it
+    and the remedy.
     """
     with gc_paused():
-        return _derive(records, unlogged)
+        return _derive(records, unlogged, known_domains() if domains is None else domains)
 
 
-def _derive(records: Records, unlogged: Collection[tuple[str, str, str]] = ()) -> Plan:
+def _derive(records: Records, unlogged: Collection[tuple[str, str, str]], domains: Sequence[str]) -> Plan:
     out: list[PlanFinding] = list(records.findings)
     issue_records, milestone_records = records.issues, records.milestones
-    facts = _Issues(issue_records, {m.id for m in milestone_records}, unlogged, out)
+    facts = _Issues(issue_records, {m.id for m in milestone_records}, unlogged, domains, out)
     wave_of, waves = _place(issue_records, facts, out)
     statuses, blocked = facts.statuses(out)
     graph = _Milestones(milestone_records, out)

@@ -3,6 +3,7 @@
 `check_move` applies the refusal rules in order and names what is in the way. `stamp_record` edits the
 record text in place (the stamp, its seal, then `updated_at`), keeping every other byte, and proves the
 edit by parsing the result: every other key must read exactly as before and the three fields as written.
+`reseal_record` does the same for one seal field alone (`svc plan reseal`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from svc.plan._load import IssueRecord
 from svc.plan._model import Plan, PlanIssue
 from svc.plan._seal import MOVES, Move, seal
 
-__all__ = ["check_move", "set_fields", "stamp_record"]
+__all__ = ["check_move", "reseal_record", "set_fields", "stamp_record"]
 
 _PLAIN = re.compile(r"^[A-Za-z0-9:._+-]+$")
 
@@ -106,17 +107,16 @@ def _mapping(data: bytes) -> dict[Any, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def stamp_record(data: bytes, issue_id: str, move: Move, at: str) -> bytes:
-    """The record's bytes with `move`'s stamp, its seal and `updated_at` set to `at`.
+def _edited(data: bytes, issue_id: str, fields: Sequence[tuple[str, str]], doing: str, change: str) -> bytes:
+    """`data` with `fields` set, proved by parsing: every other key reads as before and these as written.
 
     Raises:
         Internal: the edited text would not read back as exactly this change (nothing is written).
     """
-    fields = ((move.field, at), (move.seal_field, seal(move.event, issue_id, at)), ("updated_at", at))
     try:
         edited = set_fields(data, fields)
     except ValueError as exc:
-        raise Internal(f"cannot stamp {issue_id}: {exc}") from exc
+        raise Internal(f"cannot {doing} {issue_id}: {exc}") from exc
     before, after = _mapping(data), _mapping(edited)
     keys = {name for name, _ in fields}
     expected = None if before is None else {k: v for k, v in before.items() if k not in keys}
@@ -126,7 +126,26 @@ def stamp_record(data: bytes, issue_id: str, move: Move, at: str) -> bytes:
         or any(after.get(name) != value for name, value in fields)
     ):
         raise Internal(
-            f"cannot stamp {issue_id}: its record does not read back as the stamp alone once edited "
+            f"cannot {doing} {issue_id}: its record does not read back as {change} alone once edited "
             "(is a stamp field written in an unusual YAML form?); nothing was written"
         )
     return edited
+
+
+def stamp_record(data: bytes, issue_id: str, move: Move, at: str) -> bytes:
+    """The record's bytes with `move`'s stamp, its seal and `updated_at` set to `at`.
+
+    Raises:
+        Internal: the edited text would not read back as exactly this change (nothing is written).
+    """
+    fields = ((move.field, at), (move.seal_field, seal(move.event, issue_id, at)), ("updated_at", at))
+    return _edited(data, issue_id, fields, "stamp", "the stamp")
+
+
+def reseal_record(data: bytes, issue_id: str, move: Move, stamp: str) -> bytes:
+    """The record's bytes with `move`'s seal field replaced by svc's seal of `stamp` (nothing else changes).
+
+    Raises:
+        Internal: the edited text would not read back as exactly this change (nothing is written).
+    """
+    return _edited(data, issue_id, ((move.seal_field, seal(move.event, issue_id, stamp)),), "re-seal", "the seal")

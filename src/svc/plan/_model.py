@@ -8,18 +8,23 @@ spec names: records in id byte order, waves lowest first, edges sorted, findings
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 from msgspec import Meta
 
 __all__ = [
+    "FINDING_CODES",
+    "FINDING_LEVELS",
     "ISSUE_STATUSES",
     "MILESTONE_STATUSES",
+    "FindingCode",
+    "FindingLevel",
     "Plan",
     "PlanCounts",
     "PlanEdge",
     "PlanFinding",
+    "PlanFindingCounts",
     "PlanIssue",
     "PlanIssueList",
     "PlanIssueRecord",
@@ -32,11 +37,13 @@ __all__ = [
     "PlanStatusReport",
     "PlanTransition",
     "PlanTransitionResult",
+    "PlanUnprovenStamp",
     "PlanValidation",
     "PlanVocabulary",
     "PlanWave",
     "PlanWaveReport",
     "PlanWaveView",
+    "UnprovenReason",
     "vocabulary",
 ]
 
@@ -56,6 +63,40 @@ MILESTONE_STATUSES: tuple[str, ...] = (
 UInt = Annotated[int, Meta(ge=0)]
 UInt32 = Annotated[int, Meta(ge=0, le=4_294_967_295)]
 PlanTransition = Literal["start", "verify", "done"]
+#: The level of a finding: a failure makes the plan invalid, a warning does not.
+FindingLevel = Literal["FAIL", "WARN"]
+#: Every finding code svc reports (docs/plan.md): the loader's, then derivation's in step order.
+FindingCode = Literal[
+    "layer",
+    "unreadable",
+    "schema",
+    "self_dependency",
+    "unknown_dependency",
+    "duplicate_dependency",
+    "no_milestone",
+    "unknown_milestone",
+    "no_acceptance",
+    "no_validation",
+    "no_evidence_required",
+    "stamp_without_event",
+    "ledger_gap",
+    "evidence_missing",
+    "cycle",
+    "premature_execution",
+    "milestone_self_dependency",
+    "milestone_unknown_dependency",
+    "milestone_duplicate_dependency",
+    "milestone_cycle",
+    "milestone_evidence_missing",
+    "milestone_premature",
+    "empty_milestone",
+    "scope_conflict",
+    "undeclared_status",
+]
+#: Why a written stamp proves nothing (`PlanUnprovenStamp.reason`).
+UnprovenReason = Literal["foreign_domain", "wrong_seal", "late_excuse", "unsealed"]
+FINDING_LEVELS: tuple[FindingLevel, ...] = get_args(FindingLevel)
+FINDING_CODES: tuple[FindingCode, ...] = get_args(FindingCode)
 
 
 class PlanProject(msgspec.Struct, frozen=True, kw_only=True):
@@ -188,12 +229,46 @@ class PlanIssueList(msgspec.Struct, frozen=True, kw_only=True):
     statuses: PlanVocabulary
 
 
+class PlanUnprovenStamp(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A stamp written in an issue record that proves nothing, so it moves no status, and why."""
+
+    field: Annotated[str, Meta(description="the stamp field: started_at, verified_at or completed_at")]
+    stamp: Annotated[str, Meta(description="the stamp as written")]
+    event: Annotated[str, Meta(description="the ledger event the stamp's seal would prove")]
+    reason: Annotated[
+        UnprovenReason,
+        Meta(
+            description=(
+                "foreign_domain: sealed under another tool's seal domain (`svc plan reseal` re-seals it); "
+                "wrong_seal: the seal field does not seal this stamp; late_excuse: unsealed_stamps lists it but "
+                "it is not before the legacy cut-off; unsealed: no seal and not listed in unsealed_stamps"
+            )
+        ),
+    ]
+    domain: Annotated[str | None, Meta(description="the seal domain that proves it (foreign_domain only)")] = None
+    message: Annotated[str, Meta(description="why the stamp does not count, and what proves it")]
+
+
+_FAILURES = Meta(description="the failures (FAIL findings) of the whole plan; the plan is valid when there is none")
+_FAILURES_COMMAND = Meta(description="the command that lists the failures; present when there is one")
+
+
 class PlanNextIssue(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """`plan.next`: the issue to take now, or why there is none."""
+    """`plan.next`: the issue to take now, or why there is none; and what a person should know about it."""
 
     issue: PlanIssue | None = None
     active_milestone: str
     reason: str | None = None
+    failures: Annotated[UInt, _FAILURES]
+    failures_command: Annotated[str | None, _FAILURES_COMMAND] = None
+    unproven_stamps: Annotated[
+        list[PlanUnprovenStamp],
+        Meta(description="stamps the recommended issue's record carries that prove nothing (omitted when none)"),
+    ] = msgspec.field(default_factory=list)
+    notes: Annotated[
+        list[str],
+        Meta(description="sentences for a person: the plan is invalid; why an issue that looks finished is READY"),
+    ] = msgspec.field(default_factory=list)
 
 
 class PlanRoadmap(msgspec.Struct, frozen=True, kw_only=True):
@@ -212,17 +287,32 @@ class PlanStatusReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=
     milestones: list[PlanMilestoneProgress]
     next_ready: PlanIssue | None = None
     counts: PlanCounts
+    failures: Annotated[UInt, _FAILURES]
+    failures_command: Annotated[str | None, _FAILURES_COMMAND] = None
+
+
+class PlanFindingCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """How many findings the plan has, by level and by code, whatever filter chose the findings shown."""
+
+    by_level: Annotated[dict[str, UInt], Meta(description="FAIL and WARN, both always present")]
+    by_code: Annotated[dict[str, UInt], Meta(description="each code that has a finding, in code order")]
 
 
 class PlanValidation(msgspec.Struct, frozen=True, kw_only=True):
-    """`plan.validate`: valid when no finding is a failure."""
+    """`plan.validate`: valid when no finding is a failure.
+
+    `valid`, `failures`, `warnings` and `counts` count every finding; `findings` holds those the filters chose.
+    """
 
     valid: bool
     milestones: UInt
     issues: UInt
     failures: UInt
     warnings: UInt
-    findings: list[PlanFinding]
+    counts: PlanFindingCounts
+    findings: Annotated[
+        list[PlanFinding], Meta(description="the findings of the code and level asked for (all without a filter)")
+    ]
 
 
 class PlanWaveView(msgspec.Struct, frozen=True, kw_only=True):

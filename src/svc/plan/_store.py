@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from svc._errors import Internal, NotFound
+from svc._errors import Internal, InvalidInput, NotFound
 from svc.layer import (
     DEFAULT_SECTIONS,
     Repository,
@@ -37,25 +37,30 @@ from svc.layer import (
     scan_repository_dir,
     write_atomic,
 )
+from svc.layer._required import require_layer
 from svc.plan._cache import ParseCache
 from svc.plan._derive import derive
-from svc.plan._edit import check_move, stamp_record
+from svc.plan._edit import check_move, reseal_record, stamp_record
 from svc.plan._ledger import LedgerError, append_line, ledger_line
 from svc.plan._load import Parsed, RecordKind, Records, assemble, gc_paused, parse_record
 from svc.plan._model import Plan, PlanFinding, PlanTransitionResult
 from svc.plan._pending import PENDING, PendingEvent, clear_pending, settle, unlogged, write_pending
+from svc.plan._seal import MOVES, SEAL_SCHEMA, Move, domain_problem, known_domains, seal, sealing_domain
 from svc.plan._views import next_ready
 
 __all__ = [
     "LEDGER",
     "LOCK",
     "LedgerRepair",
+    "Reseal",
+    "ResealStamp",
     "Snapshot",
     "move_issue",
     "project_directory",
     "read_plan",
     "read_snapshot",
     "repair_ledger",
+    "reseal",
 ]
 
 _log = logging.getLogger("svc.plan")
@@ -397,3 +402,159 @@ def repair_ledger(repo: Repository) -> LedgerRepair:
     with _exclusive(state / LOCK):
         _, appended, removed = _settled(repo, directory, "repair the ledger")
     return LedgerRepair(appended=() if appended is None else (appended.describe(),), removed=tuple(removed))
+
+
+@dataclass(frozen=True, slots=True)
+class ResealStamp:
+    """One sealed stamp `svc plan reseal` re-seals (or would), or refuses with `reason`."""
+
+    issue: str
+    path: str
+    field: str
+    stamp: str
+    event: str
+    reason: str = ""
+
+    def describe(self) -> str:
+        """`I0001 started_at 2026-10-08T10:33:54Z`: the issue, the stamp field and the stamp."""
+        return f"{self.issue} {self.field} {self.stamp}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reseal:
+    """What `reseal` found and did under one seal domain.
+
+    `resealed` holds the stamps sealed under `domain` (re-sealed when `written`, else those a write would
+    re-seal), `refused` the sealed stamps whose seal proves under neither `domain` nor svc's, `unsealed` the
+    number of unproven stamps with no seal at all (left as they are). `removed` and `appended` are the repairs
+    of an interrupted move done first under the lock (a write only).
+    """
+
+    domain: str
+    written: bool
+    resealed: tuple[ResealStamp, ...] = ()
+    refused: tuple[ResealStamp, ...] = ()
+    unsealed: int = 0
+    removed: tuple[str, ...] = ()
+    appended: tuple[str, ...] = ()
+
+
+def _survey(records: Records, domain: str) -> tuple[list[tuple[ResealStamp, Move]], list[ResealStamp], int]:
+    """The stamps sealed under `domain`, the sealed ones refused (with why), and the count of unsealed ones."""
+    others = tuple(d for d in known_domains() if d != domain)
+    chosen: list[tuple[ResealStamp, Move]] = []
+    refused: list[ResealStamp] = []
+    unsealed = 0
+    for r in records.issues:
+        stamps = (r.started_at, r.verified_at, r.completed_at)
+        seals = (r.started_event, r.verified_event, r.completed_event)
+        for move, stamp, sealed_by, proof in zip(MOVES.values(), stamps, seals, r.proven, strict=True):
+            if not stamp or proof:
+                continue
+            if not sealed_by:
+                unsealed += 1
+                continue
+            found = ResealStamp(issue=r.id, path=r.path, field=move.field, stamp=stamp, event=move.event)
+            if sealed_by == seal(move.event, r.id, stamp, domain=domain):
+                chosen.append((found, move))
+                continue
+            other = sealing_domain(move, r.id, stamp, sealed_by, others)
+            why = (
+                f"its {move.seal_field} seals it under {other}, not {domain}"
+                if other is not None
+                else f"its {move.seal_field} seals it under neither {domain} nor svc's {SEAL_SCHEMA}"
+            )
+            refused.append(dataclasses.replace(found, reason=why))
+    return chosen, refused, unsealed
+
+
+def reseal(
+    repo: Repository,
+    domain: str,
+    *,
+    write: bool,
+    by: str,
+    on_written: Callable[[], None] = lambda: None,
+) -> Reseal:
+    """Re-seal with svc's seal every unproven stamp whose seal proves under `domain` (`svc plan reseal`).
+
+    Without `write` nothing is written: the answer lists what a write would do. With `write`, under
+    `plan.lock` and after the crash repairs of a move, each stamp is a move of its own: its ledger line is made
+    pending, the record's seal field alone is replaced atomically (`on_written` runs after each replacement),
+    the line is appended to the ledger and the pending file removed. The line is the stamp's own event (`ts`
+    the stamp, payload `issue` and `resealed_from`), so an interrupted re-seal is settled like a move. A stamp
+    whose seal proves under neither `domain` nor svc's is refused and left as it is; so is a stamp with no seal.
+
+    Raises:
+        InvalidInput: `domain` is not a seal domain, or is svc's own.
+        NotFound: the checkout has no `.ai/` layer.
+        Internal: a record or the ledger cannot be written (the stamps re-sealed before stand, each with its
+            ledger line or a pending one).
+    """
+    problem = domain_problem(domain)
+    if problem is not None:
+        raise InvalidInput(problem)
+    if domain == SEAL_SCHEMA:
+        raise InvalidInput(f"{SEAL_SCHEMA} is svc's own seal domain: stamps sealed under it already prove")
+    require_layer(repo)
+    directory = project_directory(repo)
+    if not write or directory is None:
+        chosen, refused, unsealed = _survey(read_snapshot(repo).records, domain)
+        return Reseal(
+            domain=domain,
+            written=False,
+            resealed=tuple(found for found, _ in chosen),
+            refused=tuple(refused),
+            unsealed=unsealed,
+        )
+    state = _state_directory(repo, create=True)
+    done: list[ResealStamp] = []
+    with _exclusive(state / LOCK):
+        snapshot, appended, removed = _settled(repo, directory, "re-seal")
+        chosen, refused, unsealed = _survey(snapshot.records, domain)
+        current = dict(snapshot.issue_bytes)
+        git = repo.git()
+        for found, move in chosen:
+            edited = reseal_record(current[found.issue], found.issue, move, found.stamp)
+            payload = {"issue": found.issue, "resealed_from": domain}
+            try:
+                line = ledger_line(move.event, payload, ts=found.stamp, head=git.head, branch=git.branch, by=by)
+                write_pending(state, line)
+            except (OSError, LedgerError) as exc:
+                reason = getattr(exc, "strerror", None) or exc
+                message = f"cannot re-seal {found.describe()}: its ledger line cannot be prepared: {reason}"
+                raise Internal(message) from exc
+            try:
+                write_atomic(repo.root / found.path, edited)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    clear_pending(state)
+                raise Internal(
+                    f"cannot write {found.path}: {exc.strerror or exc}; {found.describe()} was not re-sealed "
+                    f"({len(done)} stamps were re-sealed before it)"
+                ) from exc
+            current[found.issue] = edited
+            on_written()
+            try:
+                append_line(state / LEDGER, line)
+            except (OSError, LedgerError) as exc:
+                ledger = repo.relative(state / LEDGER)
+                raise Internal(
+                    f"{found.describe()} is re-sealed in {found.path} but the ledger {ledger} could not be "
+                    f"appended: {exc}; the line stays pending and the next transition or `svc plan repair-ledger` "
+                    "appends it"
+                ) from exc
+            try:
+                clear_pending(state)
+            except OSError as exc:
+                _log.warning("svc: %s cannot be removed (%s); the next transition drops it", PENDING, exc.strerror)
+            done.append(found)
+    return Reseal(
+        domain=domain,
+        written=True,
+        resealed=tuple(done),
+        refused=tuple(refused),
+        unsealed=unsealed,
+        removed=tuple(removed),
+        appended=() if appended is None else (appended.describe(),),
+    )

@@ -6,16 +6,19 @@ status outside the issue vocabulary is `InvalidInput`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from svc._errors import InvalidInput, NotFound
 from svc.plan._derive import priority_rank
 from svc.plan._load import Records
 from svc.plan._model import (
+    FINDING_CODES,
+    FINDING_LEVELS,
     ISSUE_STATUSES,
     Plan,
     PlanCounts,
     PlanFinding,
+    PlanFindingCounts,
     PlanIssue,
     PlanIssueList,
     PlanIssueRecord,
@@ -25,13 +28,16 @@ from svc.plan._model import (
     PlanNextIssue,
     PlanRoadmap,
     PlanStatusReport,
+    PlanUnprovenStamp,
     PlanValidation,
     PlanWaveReport,
     PlanWaveView,
     vocabulary,
 )
+from svc.plan._proof import UnprovenStamp, unproven_stamps
 
 __all__ = [
+    "FAILURES_COMMAND",
     "NONE_READY",
     "NO_ISSUE",
     "issue_list",
@@ -44,6 +50,8 @@ __all__ = [
     "wave_report",
 ]
 
+#: The command that lists the plan's failures, named by `plan.status` and `plan.next` when there is one.
+FAILURES_COMMAND = "svc plan validate --level FAIL"
 NONE_READY = "no issue is READY: every open issue waits on a dependency or a milestone gate"
 NO_ISSUE = "the plan declares no issue"
 _CLOSED = ("DONE", "CANCELLED", "SUPERSEDED")
@@ -76,8 +84,50 @@ def next_ready(plan: Plan, milestone: str | None = None) -> PlanIssue | None:
     return _best(plan.issues)
 
 
-def next_issue(plan: Plan, milestone: str | None = None) -> PlanNextIssue:
-    """`plan.next`: the issue, or the reason there is none.
+def _failures(plan: Plan) -> int:
+    return sum(1 for f in plan.findings if f.level == "FAIL")
+
+
+def _failures_command(failures: int) -> str | None:
+    return FAILURES_COMMAND if failures else None
+
+
+def _stamp_view(unproven: UnprovenStamp) -> PlanUnprovenStamp:
+    move = unproven.move
+    return PlanUnprovenStamp(
+        field=move.field,
+        stamp=unproven.stamp,
+        event=move.event,
+        reason=unproven.reason,
+        domain=unproven.domain,
+        message=f"{move.field} {unproven.stamp} does not count: {unproven.why()}",
+    )
+
+
+def _invalid_note(failures: int) -> str:
+    many = "failure" if failures == 1 else "failures"
+    return (
+        f"the plan is invalid: {failures} {many} (`{FAILURES_COMMAND}` lists them); the recommendation is "
+        "derived from the plan as it reads now"
+    )
+
+
+def _stamps_note(issue: PlanIssue, stamps: Sequence[PlanUnprovenStamp]) -> str:
+    written = ", ".join(f"{s.field} {s.stamp}" for s in stamps)
+    return (
+        f"{issue.id} is {issue.status} although its record carries {written}: a stamp counts only when its "
+        "seal proves it (or unsealed_stamps excuses it as a legacy stamp), and none of these does, so they move "
+        "no status (see unproven_stamps)"
+    )
+
+
+def next_issue(
+    plan: Plan, milestone: str | None = None, records: Records | None = None, domains: Sequence[str] = ()
+) -> PlanNextIssue:
+    """`plan.next`: the issue, or the reason there is none, with the plan's failures and notes for a person.
+
+    With `records` (those `plan` was derived from), the stamps the recommended issue's record carries but
+    that prove nothing are listed and explained (`domains`: the seal domains of other tools).
 
     Raises:
         NotFound: `milestone` is not a milestone of the plan.
@@ -86,9 +136,26 @@ def next_issue(plan: Plan, milestone: str | None = None) -> PlanNextIssue:
         _milestone(plan, milestone)
     issue = next_ready(plan, milestone)
     active = plan.project.active_milestone
-    if issue is not None:
-        return PlanNextIssue(issue=issue, active_milestone=active)
-    return PlanNextIssue(active_milestone=active, reason=NONE_READY if plan.issues else NO_ISSUE)
+    failures = _failures(plan)
+    notes = [_invalid_note(failures)] if failures else []
+    command = _failures_command(failures)
+    if issue is None:
+        reason = NONE_READY if plan.issues else NO_ISSUE
+        return PlanNextIssue(
+            active_milestone=active, reason=reason, failures=failures, failures_command=command, notes=notes
+        )
+    record = next((r for r in records.issues if r.id == issue.id), None) if records is not None else None
+    stamps = [_stamp_view(u) for u in unproven_stamps(record, domains)] if record is not None else []
+    if stamps:
+        notes.append(_stamps_note(issue, stamps))
+    return PlanNextIssue(
+        issue=issue,
+        active_milestone=active,
+        failures=failures,
+        failures_command=command,
+        unproven_stamps=stamps,
+        notes=notes,
+    )
 
 
 def _counts(issues: Iterable[PlanIssue]) -> PlanCounts:
@@ -109,12 +176,15 @@ def status_report(plan: Plan, milestone: str | None = None) -> PlanStatusReport:
     chosen = plan.milestones if milestone is None else [_milestone(plan, milestone)]
     progress = [PlanMilestoneProgress(id=m.id, status=m.status, title=m.title, counts=m.counts) for m in chosen]
     counts = _counts(plan.issues) if milestone is None else chosen[0].counts
+    failures = _failures(plan)
     return PlanStatusReport(
         project=plan.project,
         statuses=plan.statuses,
         milestones=progress,
         next_ready=next_ready(plan, milestone),
         counts=counts,
+        failures=failures,
+        failures_command=_failures_command(failures),
     )
 
 
@@ -185,16 +255,33 @@ def wave_report(plan: Plan, milestone: str | None = None) -> PlanWaveReport:
     return PlanWaveReport(waves=views, serialised_by_scope=conflicts)
 
 
-def validation(plan: Plan) -> PlanValidation:
-    """`plan.validate`: the findings in derivation order, with the tallies; valid when nothing fails."""
-    failures = sum(1 for f in plan.findings if f.level == "FAIL")
+def validation(plan: Plan, code: str | None = None, level: str | None = None) -> PlanValidation:
+    """`plan.validate`: the findings of `code` and `level` (all without them) in derivation order.
+
+    `valid`, `failures`, `warnings` and `counts` always count every finding of the plan.
+
+    Raises:
+        InvalidInput: `code` is not a finding code, or `level` not a finding level.
+    """
+    if code is not None and code not in FINDING_CODES:
+        raise InvalidInput(f"code {code!r} is not a finding code ({', '.join(FINDING_CODES)})")
+    if level is not None and level not in FINDING_LEVELS:
+        raise InvalidInput(f"level {level!r} is not a finding level ({', '.join(FINDING_LEVELS)})")
+    by_level: dict[str, int] = dict.fromkeys(FINDING_LEVELS, 0)
+    by_code: dict[str, int] = {}
+    for f in plan.findings:
+        by_level[f.level] += 1
+        by_code[f.code] = by_code.get(f.code, 0) + 1
+    chosen = [f for f in plan.findings if (code is None or f.code == code) and (level is None or f.level == level)]
+    failures = by_level["FAIL"]
     return PlanValidation(
         valid=failures == 0,
         milestones=len(plan.milestones),
         issues=len(plan.issues),
         failures=failures,
         warnings=len(plan.findings) - failures,
-        findings=plan.findings,
+        counts=PlanFindingCounts(by_level=by_level, by_code=dict(sorted(by_code.items()))),
+        findings=chosen,
     )
 
 

@@ -5,7 +5,9 @@ command's from the capability's input, an infrastructure command's (`generate`, 
 `_commands.py`) from its options Struct. A required field is a positional argument (declaration order), every
 other field an option `--name` (underscores become dashes) whose help is the field's description. A boolean is
 a `--name/--no-name` flag on a capability command (absent means "not given", as over HTTP) and a switch
-`--name` on an infrastructure command. Capability commands add `--json`.
+`--name` on an infrastructure command. Capability commands add `--json`, and those whose readable view
+summarises a large answer (`plan`, `plan validate`, `plan waves`) add `--all`: both shape the output, neither is
+an input.
 
 A field's metadata may say more (`Meta(extra=...)`): `metavar` names its value (`KEY` for a positional
 argument, `JSON` for an option); `switch` makes an optional field a switch `--<value>` that sets it to that
@@ -71,6 +73,9 @@ class CliCommand(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 
 _JSON = CliParameter(name="--json", kind="boolean", help="print the answer as JSON (the HTTP body's bytes)")
+_ALL = CliParameter(name="--all", kind="boolean", help="show every item instead of a summary (the readable view only)")
+#: Capabilities whose readable view summarises a large answer: their commands take the rendering option `--all`.
+_SUMMARISED = frozenset({"plan.model", "plan.validate", "plan.waves"})
 VERSION_OPTION = CliParameter(name="--version", kind="boolean", help="print the version and exit")
 
 
@@ -155,7 +160,8 @@ def _non_null(tp: mi.Type) -> mi.Type:
 
 
 def _parameters(cap: Capability, fixed: Iterable[str] = ()) -> list[CliParameter]:
-    return [*struct_parameters(cap.input, fixed=fixed), _JSON]
+    rendering = [_ALL] if cap.id in _SUMMARISED else []
+    return [*struct_parameters(cap.input, fixed=fixed), *rendering, _JSON]
 
 
 def _infrastructure(spec: InfrastructureCommand) -> CliCommand:

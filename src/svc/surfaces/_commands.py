@@ -1,6 +1,7 @@
 """The infrastructure commands of `svc` and the global options, declared once.
 
-The commands are `commands refresh`, `generate`, `mcp`, `plan repair-ledger`, `run` and `serve`.
+The commands are `commands refresh`, `executions follow`, `generate`, `mcp`, `plan repair-ledger`, `plan reseal`,
+`run` and `serve`.
 
 Each command's options are one msgspec Struct: the command tree derives its parameters from it (as capability
 commands derive theirs from their input Struct), the command line parses into it, and the generated reference
@@ -19,10 +20,12 @@ from msgspec import Meta
 __all__ = [
     "INFRASTRUCTURE",
     "CommandsRefreshOptions",
+    "FollowOptions",
     "GenerateOptions",
     "InfrastructureCommand",
     "McpOptions",
     "RepairLedgerOptions",
+    "ResealOptions",
     "RunOptions",
     "ServeOptions",
     "SvcOptions",
@@ -73,6 +76,21 @@ class RepairLedgerOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
     """Options of `svc plan repair-ledger` (none: it repairs what an interrupted move left, and only that)."""
 
 
+class ResealOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Options of `svc plan reseal` (`--domain` is required; it is an option so that the command reads as it acts)."""
+
+    domain: Annotated[
+        str | None,
+        Meta(
+            description="the seal domain the stamps were sealed under (required), e.g. other.plan-event/v1",
+            extra={"metavar": "DOMAIN"},
+        ),
+    ] = None
+    write: Annotated[
+        bool, Meta(description="re-seal and append the ledger events; without it, print what would change")
+    ] = False
+
+
 class RunOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Options of `svc run`."""
 
@@ -90,6 +108,27 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
                 "the exit code tells how it ended"
             )
         ),
+    ] = False
+    server: Annotated[
+        bool,
+        Meta(
+            description=(
+                "start the execution in the server serving this checkout (executions.start) and follow it there, "
+                "instead of running it in this process"
+            )
+        ),
+    ] = False
+
+
+class FollowOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Options of `svc executions follow`."""
+
+    id: Annotated[
+        str, Meta(description="the execution to follow, as `executions list` shows it", extra={"metavar": "ID"})
+    ]
+    json: Annotated[bool, Meta(description="show nothing while it runs; print the final ExecutionView as JSON")] = False
+    quiet: Annotated[
+        bool, Meta(description="print no progress, summary or output, only errors; the exit code tells how it ended")
     ] = False
 
 
@@ -165,15 +204,46 @@ INFRASTRUCTURE: tuple[InfrastructureCommand, ...] = (
         options=RepairLedgerOptions,
     ),
     InfrastructureCommand(
+        words=("plan", "reseal"),
+        summary="Re-seal with svc's seal the stamps another tool of this format sealed under its own domain.",
+        help=(
+            "Migration of a layer written by another tool: every unproven stamp whose seal proves under "
+            "--domain is re-sealed with svc's seal (the `stamp_without_event` findings of `svc plan validate` "
+            "name the domain). A dry run by default: prints what it would change and writes nothing. With "
+            "--write, under the plan lock, each stamp's seal field alone is replaced atomically and the stamp's "
+            "event is appended to the ledger, one line per stamp. A stamp whose seal proves under neither "
+            "domain is refused and left as it is; stamps without a seal are left alone. Exit 0, or 10 when a "
+            "stamp was refused."
+        ),
+        options=ResealOptions,
+    ),
+    InfrastructureCommand(
         words=("run",),
         summary="Run a capability as an execution in this process, reported to the server serving the checkout.",
         help=(
             "When a server serves this checkout, every event is reported to it, so the run shows in "
-            "`executions list` and on /events. Ctrl-C cancels the run; a second Ctrl-C exits at once. "
-            "Exit 0 when it succeeded, 10 when it failed, was cancelled or refused."
+            "`executions list` and on /events. On a terminal a progress bar and the current step stay on screen "
+            "while it runs, the steps and log lines printed above them, then one line says how it ended and "
+            "after how long. With --server the execution runs in that server instead, started with "
+            "executions.start and followed as `svc executions follow` does. Ctrl-C cancels the run; a second "
+            "Ctrl-C exits at once. Exit 0 when it succeeded, 10 when it failed, was cancelled or refused."
         ),
         options=RunOptions,
         capability="executions.start",
+    ),
+    InfrastructureCommand(
+        words=("executions", "follow"),
+        summary="Follow an execution of the serving server live, until it ends.",
+        help=(
+            "Subscribes to the execution on the server's live channel (/events) and shows each of its events "
+            "once, in order: on a terminal, a progress bar and the current step with the steps and log lines "
+            "above them; piped, one line each. A dropped connection is opened again from the last event shown, "
+            "so no event is shown twice and none is lost. Ends with one line saying how the execution ended, and "
+            "its answer. Ctrl-C asks the server to cancel the execution and goes on following until it ends; a "
+            "second Ctrl-C stops following at once (exit 130). Exit 0 when it succeeded, 10 when it failed or "
+            "was cancelled, or when no server knows it."
+        ),
+        options=FollowOptions,
     ),
     InfrastructureCommand(
         words=("serve",),

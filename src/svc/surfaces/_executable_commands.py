@@ -93,12 +93,16 @@ SEMANTICS: tuple[Semantics, ...] = (
     Semantics(("capabilities",), "read_only", "non_interactive", ("repository",)),
     # Writes the command-graph cache under .ai/local/.
     Semantics(("commands", "refresh"), "local_mutation", "non_interactive", ("repository",)),
+    # Follows a serving server's execution until it ends; Ctrl-C cancels it there (process state).
+    Semantics(("executions", "follow"), "local_mutation", "long_running", ("repository",)),
     # Writes docs/generated/ (tracked files).
     Semantics(("generate",), "repository_mutation", "non_interactive", ("repository",)),
     # Serves MCP on stdio until stopped; a stdio session may run tools that write the checkout.
     Semantics(("mcp",), "repository_mutation", "long_running", ("repository", "layer")),
     # Appends to the ledger under .ai/local/state/ and removes temp files there.
     Semantics(("plan", "repair-ledger"), "local_mutation", "non_interactive", ("repository", "layer")),
+    # Rewrites the seal fields of issue records (tracked files) and appends ledger events.
+    Semantics(("plan", "reseal"), "repository_mutation", "non_interactive", ("repository", "layer")),
     # Reads CHANGELOG.md: no layer needed.
     Semantics(("release",), "read_only", "non_interactive", ("repository",)),
     # Serves HTTP until stopped, holding the lease under .ai/local/; HTTP never writes the checkout.
