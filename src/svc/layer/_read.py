@@ -16,6 +16,7 @@ A refusal is `Unreadable` (an `OSError`), naming the file and a short reason; an
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -245,6 +246,28 @@ def read_repository_dir(
         Unreadable: the directory itself is refused (not a directory, outside the checkout, cannot be listed).
     """
     directory = directory if directory.is_absolute() else root / directory
+    with _listing(root, directory, select) as (dir_fd, prefix, entries):
+        for entry in entries:
+            try:
+                data = _read_entry(root, directory, dir_fd, entry, f"{prefix}/{entry.name}", limit)
+            except FileNotFoundError:
+                continue
+            except Unreadable as exc:
+                yield entry.name, exc
+                continue
+            yield entry.name, data
+
+
+@contextlib.contextmanager
+def _listing(
+    root: Path, directory: Path, select: Callable[[str], bool]
+) -> Iterator[tuple[int, str, list[os.DirEntry[str]]]]:
+    """The checked `directory` opened as a descriptor, its name as shown, and its entries `select` keeps.
+
+    Raises:
+        FileNotFoundError: the directory is absent.
+        Unreadable: the directory is refused (not a directory, outside the checkout, cannot be listed).
+    """
     real = check_repository_dir(root, directory)
     prefix = _name(root, directory)
     try:
@@ -257,15 +280,7 @@ def read_repository_dir(
                 entries = [entry for entry in listing if select(entry.name)]
         except OSError as exc:
             raise Unreadable(prefix, _reason(exc)) from None
-        for entry in entries:
-            try:
-                data = _read_entry(root, directory, dir_fd, entry, f"{prefix}/{entry.name}", limit)
-            except FileNotFoundError:
-                continue
-            except Unreadable as exc:
-                yield entry.name, exc
-                continue
-            yield entry.name, data
+        yield dir_fd, prefix, entries
     finally:
         os.close(dir_fd)
 
@@ -323,18 +338,7 @@ def scan_repository_dir(
         Unreadable: the directory itself is refused (not a directory, outside the checkout, cannot be listed).
     """
     directory = directory if directory.is_absolute() else root / directory
-    real = check_repository_dir(root, directory)
-    prefix = _name(root, directory)
-    try:
-        dir_fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise Unreadable(prefix, _reason(exc)) from None
-    try:
-        try:
-            with os.scandir(dir_fd) as listing:
-                entries = [entry for entry in listing if select(entry.name)]
-        except OSError as exc:
-            raise Unreadable(prefix, _reason(exc)) from None
+    with _listing(root, directory, select) as (dir_fd, prefix, entries):
         for entry in entries:
             try:
                 scanned = _scan_entry(root, directory, dir_fd, entry, f"{prefix}/{entry.name}", reuse, limit)
@@ -343,8 +347,6 @@ def scan_repository_dir(
             except Unreadable as exc:
                 scanned = ScannedFile(entry.name, None, exc)
             yield scanned
-    finally:
-        os.close(dir_fd)
 
 
 def _scan_entry(
