@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -23,6 +22,7 @@ from svc.capabilities import builtin_registry
 from svc.cli._render import render
 from svc.cli._watch import Watch, show_local
 from svc.registry import input_problems
+from svc.runtime import EventReporter
 
 if TYPE_CHECKING:
     from svc.layer import Repository
@@ -152,43 +152,20 @@ async def follow_command(repo: Repository, options: FollowOptions) -> int:
     return EXIT_STOPPED if view is None else _end(view, watch, as_json=options.json)
 
 
-class _WatchReporter:
+class _WatchReporter(EventReporter):
     """The progress of a capability command shown on the terminal (the handler's context reports to it).
 
     Diagnostics are left to the answer, which carries them.
     """
 
     def __init__(self, watch: Watch) -> None:
+        super().__init__()
         self.watch = watch
-        self._step: str | None = None
 
-    def _show(self, kind: str, data: Mapping[str, Any]) -> None:
-        self.watch.show({"type": kind, "data": data})
-
-    def step(self, name: str, title: str) -> None:
-        self._step = name
-        self._show("execution.step.started", {"name": name, "title": title})
-
-    def step_done(self, ok: bool, detail: str | None) -> None:
-        if self._step is not None:
-            self._show("execution.step.completed", {"name": self._step, "ok": ok, "detail": detail})
-            self._step = None
-
-    def progress(self, current: int, total: int | None, message: str | None) -> None:
-        self._show("execution.progress", {"current": current, "total": total, "message": message})
-
-    def stream(self, kind: Literal["stdout", "stderr", "handler"], message: str) -> None:
-        self._show("execution.log", {"stream": kind, "message": message})
-
-    def diagnostic(
-        self,
-        severity: Literal["info", "warning", "error"],
-        code: str,
-        summary: str,
-        detail: str | None,
-        suggestion: str | None,
-    ) -> None:
-        """Left to the answer."""
+    def emit(self, kind: str, data: dict[str, Any]) -> None:
+        """Draw one event (a diagnostic is left to the answer)."""
+        if kind != "execution.diagnostic":
+            self.watch.show({"type": kind, "data": data})
 
 
 async def call_watched(executor: Executor, cap: Capability, params: msgspec.Struct, *, actor: Actor) -> bytes:

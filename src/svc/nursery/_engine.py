@@ -30,6 +30,7 @@ from svc.nursery._store import (
     check_execution_id,
     next_state,
 )
+from svc.runtime import EventReporter
 
 if TYPE_CHECKING:
     from svc.registry import Capability
@@ -54,46 +55,19 @@ class ReportResult:
     execution: Execution
 
 
-class _StoreReporter:
+class _StoreReporter(EventReporter):
     """The progress API of a handler running as an execution: each call publishes one event."""
 
     def __init__(self, store: ExecutionStore, execution: Execution) -> None:
+        super().__init__()
         self._store = store
         self._x = execution
-        self._step: str | None = None
 
-    def _publish(self, kind: str, data: dict[str, Any]) -> None:
+    def emit(self, kind: str, data: dict[str, Any]) -> None:
+        """Publish one event of the execution."""
         # IllegalMove: the execution already ended (a handler still talking while it is torn down).
         with contextlib.suppress(IllegalMove):
             self._store.publish(self._x, kind, data)
-
-    def step(self, name: str, title: str) -> None:
-        self._step = name
-        self._publish("execution.step.started", {"name": name, "title": title})
-
-    def step_done(self, ok: bool, detail: str | None) -> None:
-        if self._step is not None:
-            self._publish("execution.step.completed", {"name": self._step, "ok": ok, "detail": detail})
-            self._step = None
-
-    def progress(self, current: int, total: int | None, message: str | None) -> None:
-        self._publish("execution.progress", {"current": current, "total": total, "message": message})
-
-    def stream(self, kind: Literal["stdout", "stderr", "handler"], message: str) -> None:
-        self._publish("execution.log", {"stream": kind, "message": message})
-
-    def diagnostic(
-        self,
-        severity: Literal["info", "warning", "error"],
-        code: str,
-        summary: str,
-        detail: str | None,
-        suggestion: str | None,
-    ) -> None:
-        self._publish(
-            "execution.diagnostic",
-            {"severity": severity, "code": code, "summary": summary, "detail": detail, "suggestion": suggestion},
-        )
 
 
 class Engine:

@@ -11,6 +11,7 @@ from svc.runtime._cache import ResultCache as ResultCache
 from svc.runtime._components import Components as Components
 from svc.runtime._context import Actor as Actor
 from svc.runtime._context import Context as Context
+from svc.runtime._context import EventReporter as EventReporter
 from svc.runtime._context import LogStream as LogStream
 from svc.runtime._context import Reporter as Reporter
 from svc.runtime._context import Severity as Severity
@@ -27,6 +28,7 @@ __all__ = [
     "Actor",
     "Components",
     "Context",
+    "EventReporter",
     "ExecutableStamp",
     "Executor",
     "Generation",

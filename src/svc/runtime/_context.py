@@ -6,7 +6,7 @@ directly or watched as an execution.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 import trio
@@ -16,7 +16,7 @@ from svc.runtime._components import Components
 if TYPE_CHECKING:
     from svc.runtime._runtime import Runtime
 
-__all__ = ["Actor", "Context", "LogStream", "Reporter", "Severity"]
+__all__ = ["Actor", "Context", "EventReporter", "LogStream", "Reporter", "Severity"]
 
 ActorKind = Literal["http", "mcp", "cli", "internal"]
 LogStream = Literal["stdout", "stderr", "handler"]
@@ -60,6 +60,48 @@ class Reporter(Protocol):
         self, severity: Severity, code: str, summary: str, detail: str | None, suggestion: str | None
     ) -> None:
         """A structured finding."""
+
+
+class EventReporter:
+    """A `Reporter` that turns each call into one execution event (`execution.step.started`, ...).
+
+    Subclasses say where an event goes (`emit`): the execution store, or a terminal's live view.
+    """
+
+    def __init__(self) -> None:
+        self._step: str | None = None
+
+    def emit(self, kind: str, data: dict[str, Any]) -> None:
+        """Deliver one event."""
+        raise NotImplementedError
+
+    def step(self, name: str, title: str) -> None:
+        """A named phase starts."""
+        self._step = name
+        self.emit("execution.step.started", {"name": name, "title": title})
+
+    def step_done(self, ok: bool, detail: str | None) -> None:
+        """The current phase ends (nothing when no phase runs)."""
+        if self._step is not None:
+            self.emit("execution.step.completed", {"name": self._step, "ok": ok, "detail": detail})
+            self._step = None
+
+    def progress(self, current: int, total: int | None, message: str | None) -> None:
+        """How far along the work is."""
+        self.emit("execution.progress", {"current": current, "total": total, "message": message})
+
+    def stream(self, kind: LogStream, message: str) -> None:
+        """A line of output."""
+        self.emit("execution.log", {"stream": kind, "message": message})
+
+    def diagnostic(
+        self, severity: Severity, code: str, summary: str, detail: str | None, suggestion: str | None
+    ) -> None:
+        """A structured finding."""
+        self.emit(
+            "execution.diagnostic",
+            {"severity": severity, "code": code, "summary": summary, "detail": detail, "suggestion": suggestion},
+        )
 
 
 class Context:
