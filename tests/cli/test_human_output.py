@@ -63,6 +63,7 @@ SNAPSHOTS: dict[str, dict[str, tuple[str, ...]]] = {
             "distribution releases",
             "distribution show",
             "executions list",
+            "capabilities describe",
         )
     },
     "corpus": {

@@ -17,6 +17,7 @@ from msgspec import Meta
 
 from svc._errors import NotFound
 from svc.layer import DeploymentCheck, DeploymentList, DeploymentView, deployment_check, deployment_list
+from svc.layer._required import require_layer
 from svc.registry import Cache, Declarations, Example, McpResource, Module, NoInput, Registry
 from svc.runtime import Context
 from svc.surfaces import SERVER_ROUTES
@@ -53,7 +54,8 @@ def served_paths(registry: Registry) -> frozenset[str]:
 
 
 async def list_(ctx: Context, params: NoInput) -> DeploymentList:
-    """Every deployment, and a refusal per deployment file that is none."""
+    """Every deployment, and a refusal per deployment file that is none (404 without an `.ai/` layer)."""
+    require_layer(ctx.runtime.repository)
     index = await ctx.runtime.objects_async()
     return await trio.to_thread.run_sync(deployment_list, index)
 
@@ -70,7 +72,8 @@ async def get(ctx: Context, params: DeploymentInput) -> DeploymentView:
 
 
 async def check(ctx: Context, params: NoInput) -> DeploymentCheck:
-    """Every refusal the deployments earn; problems are in the answer, never an error."""
+    """Every refusal the deployments earn; problems are in the answer, never an error (but a missing layer)."""
+    require_layer(ctx.runtime.repository)
     # The answer is cached for a few seconds, so it is decided on the current generation's index.
     index = await ctx.runtime.objects_async(fresh=True)
     routes = served_paths(ctx.runtime.registry)
@@ -90,7 +93,7 @@ CAPABILITIES = (
             "on, the health paths a platform polls, the resources, the machines, the region, the measured "
             "budgets and the provider's facts. A deployment file svc cannot read (not YAML, an unknown key, a "
             "value out of bounds, another `schema`) is listed in `unreadable` with the file, the key, the value "
-            "found, the problem and the correction."
+            "found, the problem and the correction. A checkout without an .ai/ layer is 404."
         ),
         input=NoInput,
         output=DeploymentList,
@@ -106,7 +109,8 @@ CAPABILITIES = (
         title="One deployment",
         description=(
             "One deployment by its `id`, with the repository-relative file it was read from. An id the layer "
-            "declares no readable deployment for is 404, naming the ids it does."
+            "declares no readable deployment for is 404, naming the ids it does; so is any id in a checkout "
+            "without an .ai/ layer."
         ),
         input=DeploymentInput,
         output=DeploymentView,
@@ -133,7 +137,8 @@ CAPABILITIES = (
             "not produce, a build input that is absolute, climbs (`..`) or is no file or directory inside the "
             "checkout (a symlink leading out counts as none), a site path that is absolute or climbs, "
             "`min_running` above `count`, a `loopback` interface, and a Fly soft concurrency limit above the "
-            "hard one. `ok` when there is none; problems are in the 200 answer."
+            "hard one. `ok` when there is none; problems are in the 200 answer. A checkout without an .ai/ layer "
+            "is 404."
         ),
         input=NoInput,
         output=DeploymentCheck,

@@ -12,6 +12,7 @@ import trio
 from msgspec import Meta
 
 from svc.layer import DirectoryReport, DirectoryState, directory_report
+from svc.layer._required import require_layer
 from svc.registry import Cache, Declarations, Example, McpResource, Module
 from svc.runtime import Context
 
@@ -50,7 +51,11 @@ class DirectoriesInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
 
 
 async def list_(ctx: Context, params: DirectoriesInput) -> DirectoryReport:
-    """The directories asked for (400 for a path outside the layer, 404 for one the index knows nothing under)."""
+    """The directories asked for (400 for a path outside the layer, 404 for one the index knows nothing under).
+
+    A checkout without `.ai/` is 404: an empty tree would read as a layer with nothing owed.
+    """
+    require_layer(ctx.runtime.repository)
     index = await ctx.runtime.objects_async()
 
     def report() -> DirectoryReport:
@@ -71,7 +76,7 @@ CAPABILITIES = (
             "contract, the contracts that decided (`governed_by`, `exempted_by`), and with `effective` (or for "
             "a named `path`) the chain of contracts that applies, least specific first. The tallies count the "
             "whole layer. A path that is absolute, climbs (`..`) or lies outside .ai is 400; a directory the index "
-            "holds nothing under is 404."
+            "holds nothing under is 404, and so is a checkout without an .ai/ layer."
         ),
         input=DirectoriesInput,
         output=DirectoryReport,

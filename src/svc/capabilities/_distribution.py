@@ -26,6 +26,7 @@ from svc.layer import (
     distribution_releases,
     distribution_status,
 )
+from svc.layer._required import require_layer
 from svc.registry import Declarations, Example, Module, NoInput
 from svc.runtime import Context
 
@@ -81,13 +82,18 @@ async def build(ctx: Context, params: NoInput) -> BuildReport:
 
 
 async def releases(ctx: Context, params: NoInput) -> ReleasesReport:
-    """Every release record, newest first, and the latest stable one (404 without a model)."""
+    """Every release record, newest first, and the latest stable one (404 without a model, or without `.ai/`)."""
+    require_layer(ctx.runtime.repository)
     index = await ctx.runtime.objects_async()
     return await trio.to_thread.run_sync(distribution_releases, index, ctx.runtime.repository.root)
 
 
 async def status(ctx: Context, params: NoInput) -> InstallabilityReport:
-    """Whether the published install command works, check by check, from local state alone."""
+    """Whether the published install command works, check by check, from local state alone.
+
+    Without `.ai/` there are no release records to judge it by: 404, rather than "not installable".
+    """
+    require_layer(ctx.runtime.repository)
     index = await ctx.runtime.objects_async()
     return await trio.to_thread.run_sync(distribution_status, index, ctx.runtime.repository.root)
 
@@ -157,7 +163,7 @@ CAPABILITIES = (
             "commit, publication time, whether it is yanked, how many artifacts it published and where its "
             "metadata is; and `latest`, the release an unpinned installation resolves to: the highest version "
             "among the stable records not yanked (null without one). A record that does not decode is 500 naming "
-            "its path. " + _NO_MODEL
+            "its path. A checkout without an .ai/ layer is 404. " + _NO_MODEL
         ),
         input=NoInput,
         output=ReleasesReport,
@@ -177,7 +183,7 @@ CAPABILITIES = (
             "published target), `metadata` (every record agrees with the model) and `public` (never checked "
             "here), each with what was observed and, when it fails, the cause and what to do; `installable` "
             "when none failed, and a one-line summary. A record that does not decode is 500 naming its path. "
-            + _NO_MODEL
+            "A checkout without an .ai/ layer is 404. " + _NO_MODEL
         ),
         input=NoInput,
         output=InstallabilityReport,

@@ -26,6 +26,7 @@ from svc.layer import (
     derive_graph,
     graph_list,
 )
+from svc.layer._required import require_layer
 from svc.registry import Cache, Declarations, Example, McpResource, Module, NoInput, Registry
 from svc.runtime import Context
 
@@ -70,10 +71,17 @@ def registry_facts(registry: Registry) -> RegistryFacts:
     return RegistryFacts(modules=modules, capabilities=capabilities)
 
 
+#: The graphs that draw svc's registry, so that they answer in a checkout without `.ai/`; every other graph is
+#: drawn from the layer alone and is 404 there, since an empty graph would read as a layer holding nothing.
+_OF_THE_REGISTRY = frozenset({"registry", "composed"})
+
+
 async def get(ctx: Context, params: GraphInput) -> Graph:
-    """One graph by id (404 naming the ids for any other)."""
+    """One graph by id (404 naming the ids for any other, and for a graph of the layer without `.ai/`)."""
     if params.id not in GRAPH_IDS:
         raise NotFound(f"no graph '{params.id}'; the graphs are {_IDS}")
+    if params.id not in _OF_THE_REGISTRY:
+        require_layer(ctx.runtime.repository)
     # The answer is cached for the current generation, so it is derived from that generation's index.
     index = await ctx.runtime.objects_async(fresh=True)
     facts = registry_facts(ctx.runtime.registry)
@@ -99,7 +107,8 @@ CAPABILITIES = (
             "sorted by source, target and kind, and `metadata` (counts, `acyclic` by Kahn's algorithm, "
             "`truncated` past 2,000 nodes). A reference that names nothing the repository holds is an external "
             "node; the composed graph also lists `unresolved_relations`. A graph over kinds the repository lacks "
-            "is empty. An unknown id is 404."
+            "is empty. An unknown id is 404, and so is a graph of the layer (every one but `registry` and "
+            "`composed`) in a checkout without an .ai/ layer."
         ),
         input=GraphInput,
         output=Graph,

@@ -20,6 +20,7 @@ from msgspec import Meta
 
 from svc._errors import Internal, InvalidInput, NotFound, SvcError
 from svc.layer import IndexDiagnostic, LayerObject, ObjectIndex, ObjectProvenance, read_repository_file
+from svc.layer._required import require_layer
 from svc.nursery import Engine
 from svc.registry import Capability, Declarations, Example, Module, one_of
 from svc.registry._registry import Registry
@@ -206,7 +207,8 @@ def _unknown_kind(index: ObjectIndex, kind: str, hint: str) -> InvalidInput:
 
 
 async def list_objects(ctx: Context, params: ObjectListInput) -> ObjectList:
-    """The index's objects, filtered by kind and tag, in URI byte order."""
+    """The index's objects, filtered by kind and tag, in URI byte order (404 in a checkout without `.ai/`)."""
+    require_layer(ctx.runtime.repository)
     index = await ctx.runtime.objects_async()
     if params.kind is not None and params.kind not in index.by_kind:
         raise _unknown_kind(index, params.kind, "")
@@ -271,6 +273,7 @@ async def get_object(ctx: Context, params: ObjectGetInput) -> DeclarativeView | 
     index = await ctx.runtime.objects_async()
     obj = index.get(params.uri)
     if obj is None:
+        require_layer(ctx.runtime.repository)
         raise NotFound(
             f"unknown resource {params.uri!r}: no object of the index and no query's resource has this URI "
             "(objects.list names every object)"
@@ -333,6 +336,7 @@ def _standing(root: Path, group: list[LayerObject]) -> tuple[Standing, Compariso
 
 async def verify_objects(ctx: Context, params: ObjectVerifyInput) -> VerifyReport:
     """Read each file the served index was built from and say which ones drifted from it."""
+    require_layer(ctx.runtime.repository)
     index = await ctx.runtime.objects_async()
     if params.kind is not None and params.kind not in index.by_kind:
         raise _unknown_kind(index, params.kind, "; objects.list names every object")
@@ -397,7 +401,7 @@ CAPABILITIES = (
         description=(
             "Every object of the layer's index in URI byte order (no paging), filtered by `kind` (a kind the "
             "index lacks is refused with the kinds it holds) and `tag`, with the index's state and the "
-            "diagnostics of every file it left out."
+            "diagnostics of every file it left out. A checkout without an .ai/ layer is 404."
         ),
         input=ObjectListInput,
         output=ObjectList,
@@ -440,7 +444,7 @@ CAPABILITIES = (
             "Read every file the served index was built from (of `kind`, at most `limit` objects) and report "
             "each that changed, went missing or cannot be read: a one-object file is compared byte for byte, a "
             "collection file by size. One step, progress per file, a diagnostic per drifted file; stops when "
-            "asked. Carries the index fingerprint."
+            "asked. Carries the index fingerprint. A checkout without an .ai/ layer is 404."
         ),
         input=ObjectVerifyInput,
         output=VerifyReport,

@@ -28,6 +28,7 @@ import trio
 from svc._errors import SvcError
 from svc._version import __version__
 from svc.capabilities import builtin_registry
+from svc.cli._absence import absence_note
 from svc.cli._render import render
 from svc.cli._runs import call_watched
 from svc.cli._terms import cli_terms
@@ -124,8 +125,9 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
         ]
         from svc.host import open_service
 
+        repo = _repository(ctx)
         try:
-            async with open_service(_repository(ctx), surface="cli", watch=False) as executor:
+            async with open_service(repo, surface="cli", watch=False) as executor:
                 params = executor.decode_text(cap, items)
                 if cap.cli_remote:
                     body = await _remote_or_local(executor, cap, params)
@@ -138,20 +140,61 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
             sys.stdout.buffer.write(body + b"\n")
             sys.stdout.flush()
         else:
-            click.echo(render(body, capability=cap.id, tty=sys.stdout.isatty(), full=full), nl=False)
+            view = render(body, capability=cap.id, tty=sys.stdout.isatty(), full=full, registry=registry)
+            click.echo(view, nl=False)
+            note = absence_note(cap.id, repo, body)
+            if note is not None:
+                click.echo(f"svc: {note}", err=True)
         if cap.cli_verdict is not None and msgspec.json.decode(body).get(cap.cli_verdict) is False:
             raise SystemExit(EXIT_REFUSED)
 
     kind = click.Group if group else click.Command
     extra: dict[str, Any] = {"invoke_without_command": True} if group else {}
+    about = cli_terms(cap.description, lambda: registry)
+    text = f"{spec.summary}.\n\n{about}\n\nRuns the capability {cap.id}."
+    module = registry.module_by_id.get(spec.words[0]) if group and len(spec.words) == 1 else None
+    if module is not None:
+        # A group of its own (`svc plan`): what the group is about first, then what it answers alone. Its short
+        # help stays the capability's title, as the generated reference lists it.
+        alone = f"`svc {spec.words[0]}` alone answers {_lower_first(spec.summary)}: {_lower_first(about)}"
+        text = f"{cli_terms(module.description, lambda: registry)}\n\n{alone}\n\nRuns the capability {cap.id}."
     return kind(
         spec.words[-1],
         callback=run,
         params=[_click_parameter(p, typed=True) for p in spec.parameters],
-        help=f"{spec.summary}.\n\n{cli_terms(cap.description, lambda: registry)}\n\nRuns the capability {cap.id}.",
+        help=text,
         short_help=spec.summary,
         **extra,
     )
+
+
+def _lower_first(text: str) -> str:
+    """`text` with its first letter in lower case, unless it starts an acronym (`MCP`)."""
+    if len(text) > 1 and text[0].isupper() and not text[1].isupper():
+        return text[0].lower() + text[1:]
+    return text
+
+
+def _short_help(description: str) -> str:
+    """The first sentence of a group's description, up to its first colon: what the group is about."""
+    sentence = _SENTENCE_END.split(description, maxsplit=1)[0].rstrip(".")
+    head, colon, _ = sentence.partition(": ")
+    return (head if colon else sentence) + "."
+
+
+def _describe_groups(group: click.Group) -> None:
+    """Give each group no module describes (`svc mesh review`) the words of its commands, in order."""
+    for command in group.commands.values():
+        if not isinstance(command, click.Group):
+            continue
+        _describe_groups(command)
+        if command.help is not None:
+            continue
+        summaries = [(sub.short_help or sub.name or "").rstrip(".") for sub in command.commands.values()]
+        parts = [summaries[0], *map(_lower_first, summaries[1:])]
+        listed = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} or {parts[-1]}"
+        command.help = f"{listed}."
+        command.short_help = f"{listed}."
 
 
 def _cli_actor() -> Actor:
@@ -179,6 +222,8 @@ def _text(value: Any) -> str:
 
 
 _Handler = Callable[[click.Context, Any], Awaitable[None]]
+#: The end of a sentence: a full stop and a space, not the one of an abbreviation (`e.g.`, `i.e.`).
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)\.\s")
 _AT_FIELD = re.compile(r" - at `\$\.(?P<field>\w+)`$")
 
 
@@ -430,8 +475,8 @@ def build_cli(registry: Registry | None = None) -> click.Group:
             found = parent.commands.get(word)
             if not isinstance(found, click.Group):
                 module = registry.module_by_id.get(word) if parent is svc else None
-                about = module.description if module is not None else f"The {word} commands."
-                found = click.Group(word, help=about, short_help=about)
+                about = None if module is None else cli_terms(module.description, lambda: registry)
+                found = click.Group(word, help=about, short_help=None if about is None else _short_help(about))
                 parent.add_command(found)
             parent = found
         if spec.options is not None:
@@ -439,6 +484,7 @@ def build_cli(registry: Registry | None = None) -> click.Group:
         else:
             command = _capability_command(registry, spec, group=tuple(spec.words) in prefixes)
         parent.add_command(command, spec.words[-1])
+    _describe_groups(svc)
     return svc
 
 

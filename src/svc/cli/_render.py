@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+
+if TYPE_CHECKING:
+    from svc.registry import Registry
 
 __all__ = ["field_text", "flatten", "peer_drawing", "plain_lines", "render"]
 
@@ -34,15 +37,25 @@ def render(
     width: int | None = None,
     full: bool = False,
     color: bool | None = None,
+    registry: Registry | None = None,
 ) -> str:
     """Render an encoded JSON answer of `capability` for a person.
 
     `tty`: for a terminal `width` columns wide (default: the terminal's), in colour unless `color` is false or
     `NO_COLOR` is set (to any value); `full`: show every item where the terminal view summarises. Without
-    `tty`: the stable piped text.
+    `tty`: the stable piped text. `registry` (default: svc's builtin one) resolves the schemas a
+    `capabilities.describe` answer names into the fields it shows (see `_describe`).
     """
     value = msgspec.json.decode(body)
     cap = capability or ""
+    if cap == "capabilities.describe" and isinstance(value, dict):
+        from svc.cli._describe import with_fields
+
+        if registry is None:
+            from svc.capabilities import builtin_registry
+
+            registry = builtin_registry()
+        value = with_fields(value, registry)
     if tty:
         from svc.cli._terminal import render_terminal
 
