@@ -15,6 +15,7 @@ import trio
 
 from svc import __version__
 from svc.api._pages import RENDER_LIMIT
+from svc.api.cockpit import PAGE_HEADERS
 from svc.capabilities import builtin_registry
 from svc.layer import checkout_id
 from svc.registry import Registry
@@ -22,8 +23,8 @@ from svc.surfaces import openapi_json
 from tests.api._wire import assert_error, raw_request, websocket_upgrade
 from tests.api.conftest import SECRET, open_executor, serving
 
-#: svc's own pages take their styles from the design's stylesheets only; the Swagger UI shell allows inline styles.
-CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'"
+#: svc's own pages take scripts and styles from this server's files only; the Swagger UI shell allows inline styles.
+CSP = PAGE_HEADERS["Content-Security-Policy"]
 SWAGGER_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'"
 SURFACE_PATHS = {"/api/v1", "/openapi.json", "/swagger", "/docs/", "/mcp", "/events", "/cockpit"}
 HOME_FIELDS = {
@@ -116,9 +117,17 @@ async def test_home_answers_html_when_asked_for(client: httpx.AsyncClient, accep
     assert r.headers["content-type"] == "text/html; charset=utf-8"
     assert_hardened(r)
     assert r.text.startswith("<!doctype html>")
-    for path in SURFACE_PATHS:
-        assert f"href='{path}'" in r.text, path
-    assert "<script" not in r.text
+    for path in SURFACE_PATHS - {"/mcp", "/events"}:
+        assert f'href="{path}"' in r.text, path
+    for path in ("/mcp", "/events"):
+        assert f"<code>{path}</code>" in r.text, path
+    # Scripts only by file from this server: no inline script, no handler attribute.
+    assert re.findall(r"<script[^>]*>", r.text) == [
+        '<script src="/cockpit/assets/design/theme.js">',
+        '<script src="/cockpit/assets/cockpit.js" defer>',
+    ]
+    assert not re.search(r"\son[a-z]+=", r.text)
+    assert "style=" not in r.text
 
 
 # The capability registry over HTTP.
@@ -264,14 +273,17 @@ async def test_markdown_is_rendered_with_raw_html_escaped(docs_client: httpx.Asy
     assert r.status_code == 200
     assert r.headers["content-type"] == "text/html; charset=utf-8"
     assert_hardened(r)
-    assert "<title>Usage</title>" in r.text
+    assert "<title>Usage · svc</title>" in r.text
     assert "<h1>Usage</h1>" in r.text
     assert "<code>svc serve</code>" in r.text
     assert "<table>" in r.text
     assert "&lt;script&gt;alert(" in r.text
     assert "&lt;img src=x onerror=" in r.text
-    assert "<script" not in r.text.lower()
-    assert "<img" not in r.text.lower()
+    # The document's body runs nothing: the page's only scripts are svc's own files.
+    body = r.text.split('<div class="svc-prose">', 1)[1]
+    assert "<script" not in body.lower()
+    assert "<img" not in body.lower()
+    assert "<script" not in r.text.split("</head>", 1)[1].lower()
 
 
 async def test_other_documents_are_served_with_their_type(docs_client: httpx.AsyncClient) -> None:

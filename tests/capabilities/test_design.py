@@ -17,6 +17,7 @@ import msgspec
 import pytest
 
 from svc.api import LocalBackend
+from svc.api.cockpit import PAGE_HEADERS
 from svc.layer import DESIGN_ASSET_ROUTE, design_contrast, design_system
 from svc.layer._design import load_design
 from svc.layer._design_render import render_theme_js, render_tokens_css
@@ -25,7 +26,7 @@ from tests.api._wire import assert_error, raw_request
 from tests.api.test_mcp import connect
 
 PACKAGED = Path(str(resources.files("svc") / "share"))
-PAGE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'"
+PAGE_CSP = PAGE_HEADERS["Content-Security-Policy"]
 
 
 def assert_no_absolute_path(text: str, *roots: Path) -> None:
@@ -200,9 +201,13 @@ async def test_the_pages_link_the_design_and_carry_no_inline_style(layer_root: P
             assert page.headers["content-security-policy"] == PAGE_CSP
             assert "<style" not in page.text
             assert " style=" not in page.text
-            assert "<script" not in page.text
-            links = re.findall(r"<link rel=stylesheet href=([^ >]+)>", page.text)
-            assert links == [f"{DESIGN_ASSET_ROUTE}/{n}" for n in ("tokens.css", "base.css", "kit.css")]
+            # Scripts by file only: the theme's bootstrap first, then the cockpit's.
+            assert re.findall(r"<script[^>]*>", page.text) == [
+                f'<script src="{DESIGN_ASSET_ROUTE}/theme.js">',
+                '<script src="/cockpit/assets/cockpit.js" defer>',
+            ]
+            links = re.findall(r'<link rel="stylesheet" href="([^"]+)">', page.text)
+            assert links == [f"{DESIGN_ASSET_ROUTE}/{n}" for n in ("tokens.css", "base.css", "kit.css", "cockpit.css")]
             for link in links:
                 css = await http.get(link)
                 assert (css.status_code, css.headers["content-type"]) == (200, "text/css; charset=utf-8")
@@ -213,7 +218,7 @@ async def test_the_pages_link_the_design_and_carry_no_inline_style(layer_root: P
 
 def test_the_stylesheets_name_colours_only_through_tokens() -> None:
     colour = re.compile(r"#[0-9a-fA-F]{3,8}\b|\b(?:rgb|rgba|hsl|hsla|oklch|oklab|lab|lch)\(")
-    for name in ("base.css", "kit.css"):
+    for name in ("base.css", "kit.css", "cockpit.css"):
         text = (PACKAGED / "design" / name).read_text()
         assert not colour.search(text), name
         for prop, value in re.findall(r"(?m)^\s*((?:background|border|outline|color)[a-z-]*)\s*:\s*([^;]+);", text):

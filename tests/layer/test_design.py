@@ -378,7 +378,16 @@ def test_the_assets_are_served_by_exact_name_only() -> None:
     design = load_design()
     names = asset_names(design)
     identity = design.declaration.identity
-    assert names == ["tokens.css", "theme.js", "base.css", "kit.css", identity.mark, identity.logo, identity.social]
+    assert names == [
+        "tokens.css",
+        "theme.js",
+        "base.css",
+        "kit.css",
+        "cockpit.css",
+        identity.mark,
+        identity.logo,
+        identity.social,
+    ]
     assert design_asset("tokens.css").body == render_tokens_css(design).encode()
     assert design_asset("base.css").body == (PACKAGED / "design" / "base.css").read_bytes()
     assert design_asset("brand/mark.svg").media_type == "image/svg+xml"
@@ -394,7 +403,11 @@ def test_svc_s_own_stylesheets_are_readable_in_both_themes() -> None:
     report = design_contrast()
     assert report.readable is True
     assert report.findings == []
-    assert [s.path for s in report.sources] == ["svc/share/design/base.css", "svc/share/design/kit.css"]
+    assert [s.path for s in report.sources] == [
+        "svc/share/design/base.css",
+        "svc/share/design/kit.css",
+        "svc/share/design/cockpit.css",
+    ]
     assert all(s.rules > 0 for s in report.sources)
     assert report.measured == len(report.pairs) > 0
     light = {(p.carries, p.foreground, p.ground) for p in report.pairs if p.theme == "light"}

@@ -51,13 +51,30 @@ def test_the_home_page_offers_every_route_but_itself(runtime: Runtime) -> None:
     assert home.reference == server_route("api").path
 
 
-def test_a_surface_is_ready_only_when_this_process_serves_it_and_the_cockpit_never_is(runtime: Runtime) -> None:
+def test_a_surface_is_ready_only_when_this_process_serves_it(runtime: Runtime) -> None:
     assert {r.id for r in SERVER_ROUTES} >= SERVED
-    assert "cockpit" not in SERVED
-    for served in (SERVED, SERVED | {"events"}):
-        ready = {s.id: s.ready for s in home_document(runtime, served).surfaces}
-        assert ready == {r.id: r.id in served for r in SERVER_ROUTES if r.path != "/"}
-        assert ready["cockpit"] is False
+    assert "cockpit" in SERVED
+    (runtime.repository.root / "docs").mkdir(exist_ok=True)
+    for served in (SERVED, SERVED - {"cockpit"}, SERVED | {"events"}):
+        surfaces = home_document(runtime, served).surfaces
+        assert {s.id: s.ready for s in surfaces} == {r.id: r.id in served for r in SERVER_ROUTES if r.path != "/"}
+        assert {s.id: s.reason for s in surfaces if not s.ready} == {
+            r.id: "not served by this process" for r in SERVER_ROUTES if r.path != "/" and r.id not in served
+        }
+
+
+def test_docs_is_not_ready_in_a_checkout_without_docs(runtime: Runtime, tmp_path: Path) -> None:
+    bare = Runtime(
+        registry=runtime.registry,
+        repository=Repository.discover(tmp_path),
+        generation=Generation(Repository.discover(tmp_path), stamp=b""),
+        surface="http",
+    )
+    docs = {s.id: s for s in home_document(bare, SERVED).surfaces}["docs"]
+    assert (docs.ready, docs.reason) == (False, "this checkout has no docs/ folder")
+    (tmp_path / "docs").mkdir()
+    docs = {s.id: s for s in home_document(bare, SERVED).surfaces}["docs"]
+    assert (docs.ready, docs.reason) == (True, None)
 
 
 def test_the_home_document_encodes_its_fields_in_the_spec_order(runtime: Runtime) -> None:
@@ -66,7 +83,7 @@ def test_the_home_document_encodes_its_fields_in_the_spec_order(runtime: Runtime
     assert list(encoded)[:3] == ["name", "version", "commit"]
     assert encoded["name"] == "svc"
     assert [list(s) for s in encoded["surfaces"]] == [
-        ["id", "title", "path", "category", "visibility", "kind", "ready"]
+        ["id", "title", "path", "category", "visibility", "kind", "ready", "reason"]
     ] * len(encoded["surfaces"])
 
 

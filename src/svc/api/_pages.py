@@ -14,7 +14,7 @@ import logging
 import mimetypes
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +28,8 @@ from quart_trio import QuartTrio
 from svc._errors import Internal, MethodNotAllowed, NotFound, SvcError, Unavailable
 from svc._version import __version__
 from svc.api._http import error_response
+from svc.api.cockpit import PAGE_HEADERS, Cockpit, mount
+from svc.api.cockpit._home import home_page
 from svc.layer import (
     DESIGN_ASSET_ROUTE,
     Unreadable,
@@ -36,7 +38,7 @@ from svc.layer import (
     read_repository_file,
     run_git,
 )
-from svc.runtime import Runtime
+from svc.runtime import Executor, Runtime
 from svc.surfaces import SERVER_ROUTES, ServerRoute, openapi_json, server_route
 
 __all__ = ["SURFACES", "HomeDocument", "build_pages", "home_document"]
@@ -60,8 +62,8 @@ _HTML = "text/html; charset=utf-8"
 _RENDERS = 2
 #: The largest Markdown document rendered to HTML; a larger one (up to the 4 MiB reading limit) is sent as text.
 RENDER_LIMIT = 1024 * 1024
-#: The design's stylesheets every page links, in cascade order (served at `DESIGN_ASSET_ROUTE`).
-_STYLESHEETS = ("tokens.css", "base.css", "kit.css")
+#: Makes a page of a title and safe HTML (the cockpit's frame around a document of `/docs/`).
+PageMaker = Callable[[str, str], str]
 #: What the home page offers: every server route but the home page itself.
 SURFACES: tuple[ServerRoute, ...] = tuple(r for r in SERVER_ROUTES if r.path != "/")
 
@@ -76,6 +78,8 @@ class Surface(msgspec.Struct, frozen=True, kw_only=True):
     visibility: Literal["public"] = "public"
     kind: Literal["route"] = "route"
     ready: bool
+    #: Why it cannot serve (null when `ready`): not served by this process, or nothing to serve here.
+    reason: str | None = None
 
 
 class HomeDocument(msgspec.Struct, frozen=True, kw_only=True):
@@ -124,23 +128,6 @@ def _error(exc: SvcError) -> Response:
     return Response(body, status=status, headers={k.decode(): v.decode() for k, v in headers})
 
 
-def _page(title: str, body: str) -> Response:
-    return Response(_page_html(title, body), content_type=_HTML, headers=_PAGE_HEADERS)
-
-
-def _page_html(title: str, body: str) -> str:
-    """A page wearing svc's design: its stylesheets by link (no inline style, no script; docs/design.md)."""
-    links = "".join(f"<link rel=stylesheet href={DESIGN_ASSET_ROUTE}/{name}>" for name in _STYLESHEETS)
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        "<meta name=viewport content='width=device-width, initial-scale=1'>"
-        f"<title>{html.escape(title)}</title>{links}</head><body>"
-        "<header class=svc-nav><a class=svc-nav__brand href='/'>svc</a><nav class=svc-nav__links aria-label=svc>"
-        "<a href=/docs/>Documentation</a><a href=/swagger>API</a></nav></header>"
-        f"<main class='svc-page svc-prose'>{body}</main></body></html>"
-    )
-
-
 @functools.cache
 def _git_repository_id(common_dir: str | None) -> str | None:
     if common_dir is None:
@@ -173,33 +160,21 @@ def home_document(runtime: Runtime, served: frozenset[str]) -> HomeDocument:
         git_repository_id=_git_repository_id(common),
         linked_worktree=repo.git_dir is not None and repo.git_dir != repo.common_dir,
         layer=repo.has_layer,
-        surfaces=[
-            Surface(id=r.id, title=r.title, path=r.path, category=r.category, ready=r.id in served) for r in SURFACES
-        ],
+        surfaces=[_surface(r, served, repo.root) for r in SURFACES],
         leaseholder=runtime.server.leaseholder,
     )
 
 
-def _home_html(doc: HomeDocument) -> Response:
-    rows = "".join(
-        f"<tr><td><a href='{html.escape(s.path)}'>{html.escape(s.path)}</a></td>"
-        f"<td>{html.escape(s.title)}</td><td>{'ready' if s.ready else 'not served'}</td></tr>"
-        for s in doc.surfaces
+def _surface(route: ServerRoute, served: frozenset[str], root: Path) -> Surface:
+    """A surface and its real state: served by this process, and with something to serve in this checkout."""
+    reason: str | None = None
+    if route.id not in served:
+        reason = "not served by this process"
+    elif route.id == "docs" and not (root / "docs").is_dir():
+        reason = "this checkout has no docs/ folder"
+    return Surface(
+        id=route.id, title=route.title, path=route.path, category=route.category, ready=reason is None, reason=reason
     )
-    note = (
-        ""
-        if doc.layer
-        else "<p><strong>This checkout has no <code>.ai/</code> folder</strong>: the registry is served, "
-        "but there is no layer content to read.</p>"
-    )
-    body = (
-        f"<h1>svc <span class=svc-muted>{html.escape(doc.version)}</span></h1>"
-        f"<p>Serving <strong>{html.escape(doc.repository)}</strong>. {html.escape(doc.description)}</p>"
-        f"{note}<table><tr><th>path</th><th>surface</th><th>state</th></tr>{rows}</table>"
-        "<p class=svc-muted>Every route answers JSON; every capability is also an MCP tool and a CLI command "
-        "where its exposure says so.</p>"
-    )
-    return _page("svc", body)
 
 
 def _wants_html() -> bool:
@@ -207,18 +182,24 @@ def _wants_html() -> bool:
     return "text/html" in accept
 
 
-def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
-    """The page app of one runtime; `served` names the surfaces this process offers."""
+def build_pages(executor: Executor, served: frozenset[str]) -> QuartTrio:
+    """The page app of one executor's runtime, the cockpit's pages included; `served` names the surfaces."""
+    runtime = executor.runtime
     app = QuartTrio("svc", static_folder=None)
+    cockpit = Cockpit(executor, served)
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
     app.url_map.merge_slashes = False
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
     renders = trio.CapacityLimiter(_RENDERS)
     swagger = resources.files("svc.api") / "static" / "swagger"
 
+    def failure(exc: SvcError) -> Response:
+        # A person's browser gets the error as a page; every other client the ErrorBody.
+        return cockpit.error_page(exc) if _wants_html() else _error(exc)
+
     @app.errorhandler(404)
     async def not_found(_: Exception) -> Response:
-        return _error(NotFound(f"no route {request.path}; see / and /api/v1"))
+        return failure(NotFound(f"no route {request.path}; see / and /api/v1"))
 
     @app.errorhandler(405)
     async def not_allowed(_: Exception) -> Response:
@@ -226,7 +207,7 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
 
     @app.errorhandler(SvcError)
     async def svc_error(exc: SvcError) -> Response:
-        return _error(exc)
+        return failure(exc)
 
     @app.errorhandler(500)
     async def internal(exc: Exception) -> Response:
@@ -237,7 +218,7 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
     @app.get("/")
     async def home() -> Response:
         doc = home_document(runtime, served)
-        return _home_html(doc) if _wants_html() else _json_response(doc)
+        return await home_page(cockpit, doc) if _wants_html() else _json_response(doc)
 
     @app.get("/api/v1")
     async def api_index() -> Response:
@@ -297,13 +278,16 @@ def build_pages(runtime: Runtime, served: frozenset[str]) -> QuartTrio:
     @app.get("/docs/<path:rel>")
     async def docs(rel: str = "") -> Response:
         root = runtime.repository.root
-        body, kind = await trio.to_thread.run_sync(_docs_document, root, markdown, rel, limiter=renders)
-        return Response(body, content_type=kind, headers=_PAGE_HEADERS)
+        body, kind = await trio.to_thread.run_sync(
+            _docs_document, root, markdown, cockpit.document_html, rel, limiter=renders
+        )
+        return Response(body, content_type=kind, headers=PAGE_HEADERS)
 
+    mount(app, cockpit)
     return app
 
 
-def _docs_document(root: Path, markdown: MarkdownIt, rel: str) -> tuple[str | bytes, str]:
+def _docs_document(root: Path, markdown: MarkdownIt, page: PageMaker, rel: str) -> tuple[str | bytes, str]:
     """The body and type of `docs/<rel>` (blocking: run in a worker thread; rendering is CPU-bound).
 
     Files are read under the reading rule with `docs/` as the boundary: a FIFO, a device, a symlink leaving
@@ -324,10 +308,10 @@ def _docs_document(root: Path, markdown: MarkdownIt, rel: str) -> tuple[str | by
             directory = check_repository_dir(docs, target)
             for index in ("README.md", "index.md"):
                 try:
-                    return _markdown(markdown, read_repository_file(docs, directory / index), index, rel)
+                    return _markdown(markdown, page, read_repository_file(docs, directory / index), index, rel)
                 except FileNotFoundError:
                     continue
-            return _listing_html(docs, directory), _HTML
+            return _listing_html(page, docs, directory), _HTML
         data = read_repository_file(docs, target)
     except Unreadable as exc:
         if exc.too_large:
@@ -336,11 +320,11 @@ def _docs_document(root: Path, markdown: MarkdownIt, rel: str) -> tuple[str | by
     except (OSError, ValueError):
         raise missing from None
     if target.suffix == ".md":
-        return _markdown(markdown, data, target.name, rel)
+        return _markdown(markdown, page, data, target.name, rel)
     return data, mimetypes.guess_type(target.name)[0] or "application/octet-stream"
 
 
-def _markdown(markdown: MarkdownIt, data: bytes, name: str, rel: str) -> tuple[str | bytes, str]:
+def _markdown(markdown: MarkdownIt, page: PageMaker, data: bytes, name: str, rel: str) -> tuple[str | bytes, str]:
     """A Markdown document as an HTML page, or as its text when it is over `RENDER_LIMIT`.
 
     The cyclic garbage collector is paused while rendering: the render allocates a great many acyclic
@@ -353,7 +337,7 @@ def _markdown(markdown: MarkdownIt, data: bytes, name: str, rel: str) -> tuple[s
     crumbs = f"<p class=svc-breadcrumbs><a href='/docs/'>docs</a> / {html.escape(rel)}</p>"
     with _gc_paused():
         rendered = _render(markdown, text)
-    return _page_html(title, crumbs + rendered), _HTML
+    return page(title, crumbs + rendered), _HTML
 
 
 def _render(markdown: MarkdownIt, text: str) -> str:
@@ -381,7 +365,7 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _listing_html(root: Path, directory: Path) -> str:
+def _listing_html(page: PageMaker, root: Path, directory: Path) -> str:
     items = []
     for child in sorted(directory.iterdir()):
         if child.name.startswith("."):
@@ -389,6 +373,4 @@ def _listing_html(root: Path, directory: Path) -> str:
         rel = child.relative_to(root).as_posix() + ("/" if child.is_dir() else "")
         items.append(f"<li><a href='/docs/{html.escape(rel)}'>{html.escape(rel)}</a></li>")
     heading = directory.relative_to(root).as_posix()
-    return _page_html(
-        "docs", f"<h1>docs/{html.escape('' if heading == '.' else heading)}</h1><ul>{''.join(items)}</ul>"
-    )
+    return page("docs", f"<h1>docs/{html.escape('' if heading == '.' else heading)}</h1><ul>{''.join(items)}</ul>")

@@ -24,7 +24,7 @@ __all__ = ["DEFAULT_PORT", "bind_loopback", "serve_http"]
 DEFAULT_PORT = 8741
 PORT_ATTEMPTS = 64
 GRACE_SECONDS = 1.0
-SERVED = frozenset({"api", "openapi", "swagger", "docs", "mcp"})
+SERVED = frozenset({"api", "openapi", "swagger", "docs", "mcp", "cockpit"})
 
 _log = logging.getLogger("svc.server")
 
@@ -94,7 +94,7 @@ async def serve_http(
         mounts["/events"] = channel
         upgrades[b"/events"] = channel.serve_stream
         served = served | {"events"}
-    app = SvcApp(executor, cast(ASGIApp, build_pages(executor.runtime, served)), mounts=mounts, limits=limits)
+    app = SvcApp(executor, cast(ASGIApp, build_pages(executor, served)), mounts=mounts, limits=limits)
     executor.runtime.server.url = url
     drained = trio.Event()
 

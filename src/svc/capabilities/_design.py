@@ -58,8 +58,8 @@ CAPABILITIES = (
         "contrast",
         title="Whether the design's colours can be read",
         description=(
-            "Every foreground svc's stylesheets (base.css, kit.css) put on a ground, resolved through the "
-            "declaration and measured in the light and the dark theme against WCAG 2.1 AA: 4.5:1 for text "
+            "Every foreground svc's stylesheets (base.css, kit.css, cockpit.css) put on a ground, resolved "
+            "through the declaration and measured in the light and the dark theme against WCAG 2.1 AA: 4.5:1 for text "
             "(enforced), 3:1 for borders and outlines (reported). A rule that sets a colour and a background "
             "states a pair; a colour alone lands on every ground a container sets; a badge is measured on its "
             "own status's ground. `findings` names every text pair below 4.5:1 (role, palette entries, values, "

@@ -54,7 +54,7 @@ PREFIX = "--svc-"
 #: The declaration, relative to the share directory.
 DECLARATION = "design/tokens.yaml"
 #: The stylesheets written over the tokens (relative to the share directory): the pairs `design.contrast` measures.
-CONSUMERS: tuple[str, ...] = ("design/base.css", "design/kit.css")
+CONSUMERS: tuple[str, ...] = ("design/base.css", "design/kit.css", "design/cockpit.css")
 #: Where svc's server serves the design's files (`tokens.css`, `theme.js`, `base.css`, `kit.css`, the marks).
 DESIGN_ASSET_ROUTE = "/cockpit/assets/design"
 #: The attribute the theme script sets on the root element when a person chose a theme (`light` or `dark`).

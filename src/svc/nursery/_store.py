@@ -273,6 +273,8 @@ class ExecutionStore:
         self.limits = limits or Limits()
         self._executions: dict[str, Execution] = {}
         self.subscribers: set[Subscriber] = set()
+        #: How many events were published so far: a page showing executions is current while it holds this.
+        self.revision = 0
 
     def __len__(self) -> int:
         return len(self._executions)
@@ -420,6 +422,7 @@ class ExecutionStore:
         frame = _encoder.encode(event).decode()
         x.last_sequence = seq
         x.event_count += 1
+        self.revision += 1
         x.events.append(frame)
         if len(x.events) > self.limits.max_events:
             x.events.popleft()
