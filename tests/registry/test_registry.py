@@ -77,6 +77,34 @@ def test_builtin_registry_builds_and_is_frozen() -> None:
         registry.capabilities[0].title = "changed"  # type: ignore[misc]
 
 
+class Opaque:
+    """A type msgspec has no JSON schema for."""
+
+
+def test_a_type_without_a_json_schema_fails_the_build() -> None:
+    holder = msgspec.defstruct("Holder", [("thing", Opaque)], frozen=True)
+    (found,) = problems(cap(output=holder))
+    assert found.startswith("demo.thing: type ")
+    assert "has no JSON schema" in found
+
+
+def test_the_builtin_declarations_pass_the_schema_check_every_start_skips() -> None:
+    build_registry(builtin_modules(), builtin_capabilities(), check_schemas=True)
+    clash = msgspec.defstruct("Plan", [("a", int)], frozen=True)
+    changed = [dataclasses.replace(c, output=clash) if c.id == "health.live" else c for c in builtin_capabilities()]
+    with pytest.raises(RegistryError, match="schema 'Plan' differs"):
+        build_registry(builtin_modules(), changed, check_schemas=True)
+
+
+def test_a_process_builds_the_builtin_registry_without_deriving_a_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AssertionError("a JSON schema was derived")
+
+    monkeypatch.setattr(msgspec.json, "schema_components", refuse)
+    registry = builtin_registry.__wrapped__()
+    assert len(registry) == len(builtin_capabilities())
+
+
 def test_an_operation_without_an_example_fails_the_build() -> None:
     assert problems(cap(examples=())) == ["demo.thing: no example (every operation needs at least one)"]
 

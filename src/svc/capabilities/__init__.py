@@ -67,5 +67,8 @@ def builtin_capabilities() -> tuple[Capability, ...]:
 
 @functools.cache
 def builtin_registry() -> Registry:
-    """The validated, frozen registry of the builtin capabilities (built once per process)."""
-    return _build_registry(builtin_modules(), builtin_capabilities())
+    """The validated, frozen registry of the builtin capabilities (built once per process).
+
+    Their schemas are checked by the test suite (the same build with `check_schemas`), not at every start.
+    """
+    return _build_registry(builtin_modules(), builtin_capabilities(), check_schemas=False)
