@@ -6,6 +6,7 @@ directly or watched as an execution.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
@@ -62,7 +63,7 @@ class Reporter(Protocol):
         """A structured finding."""
 
 
-class EventReporter:
+class EventReporter(ABC):
     """A `Reporter` that turns each call into one execution event (`execution.step.started`, ...).
 
     Subclasses say where an event goes (`emit`): the execution store, or a terminal's live view.
@@ -71,9 +72,9 @@ class EventReporter:
     def __init__(self) -> None:
         self._step: str | None = None
 
+    @abstractmethod
     def emit(self, kind: str, data: dict[str, Any]) -> None:
         """Deliver one event."""
-        raise NotImplementedError
 
     def step(self, name: str, title: str) -> None:
         """A named phase starts."""
