@@ -183,7 +183,9 @@ def test_each_record_is_replaced_under_the_plan_lock_by_an_atomic_rename(
 ) -> None:
     root = _small(tmp_path)
     record = root / ".ai/repo/project/issues/I0001.yaml"
-    inode = record.stat().st_ino
+    # Held open, the replaced file keeps its inode: a freed inode number may be given to the new file.
+    original = record.open("rb")
+    inode = os.fstat(original.fileno()).st_ino
     held: list[bool] = []
 
     def probing(path: Path, data: bytes) -> None:
@@ -207,6 +209,7 @@ def test_each_record_is_replaced_under_the_plan_lock_by_an_atomic_rename(
     ]
     assert held == [True, True]
     assert record.stat().st_ino != inode
+    original.close()
     assert sorted(p.name for p in record.parent.iterdir()) == ["I0001.yaml", "I0002.yaml", "I0003.yaml"]
 
 
