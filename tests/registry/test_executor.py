@@ -199,7 +199,9 @@ async def test_decode_errors_are_invalid_input(harness: tuple[Executor, dict[str
     with pytest.raises(InvalidInput, match="given more than once"):
         executor.decode_text(cap, [("value", "1"), ("value", "2")])
     assert executor.decode_text(cap, [("value", "12"), ("fail", "false")]) == Echo(value=12, fail=False)
-    assert executor.decode_json(cap, b"  ") == Echo()
+    assert executor.decode_json(cap, b"") == Echo()
+    with pytest.raises(InvalidInput, match="not valid JSON"):
+        executor.decode_json(cap, b"  ")
 
 
 async def test_a_whole_number_is_an_integer_as_json_schema_says(harness: tuple[Executor, dict[str, Calls]]) -> None:

@@ -101,8 +101,11 @@ def _kind(tp: msgspec.inspect.Type) -> TextKind:
 
 
 def decode_json(cap: Capability, body: bytes) -> msgspec.Struct:
-    """Decode a JSON request body (blank means `{}`) into the capability's input."""
-    if not body.strip():
+    """Decode a JSON request body into the capability's input; no body at all means `{}`.
+
+    Whitespace alone is not a JSON text, so it is refused like any other body that is not JSON.
+    """
+    if not body:
         body = b"{}"
     try:
         value: msgspec.Struct = _decode_body(cap.input, body)
