@@ -18,11 +18,14 @@ One run:
    (wave, priority, id) in the active milestone, else in the whole plan; timed the same way. svc's figures
    are printed as a ratio of it, and both answers (issue, active milestone) are compared;
 4. runs `python -X importtime -m svc --repo CHECKOUT plan next --json` N times: the cumulative import time
-   of `svc.cli` (median), and which of the modules a query command must not import were imported; beside
-   it Python's own start (`python -c pass`, median wall time);
+   of `svc.cli` and of every import of the process (medians; the instrument slows each import), and which
+   of the modules a query command must not import were imported; then, without the instrument and
+   alternating 2N times, `python -c "import svc.cli"` beside Python's own start (`python -c pass`);
 5. on the 10,000-issue plan (quick: the 1,000-issue plan), starts `svc --repo CHECKOUT serve --port 0` on
    127.0.0.1, polls `GET /api/v1/live` until it answers 200, then times one `GET /api/v1/plan/next`: cold
-   (`.ai/local/cache/` removed before the start) and warm (the cache file written by an earlier read);
+   (`.ai/local/cache/` removed before the start) and warm (the cache file written by an earlier read); with
+   the warm server, N whole processes that ask it for the same answer as a command line could (read the
+   lease's URL, one stdlib `http.client` GET), the figure beside deriving the answer in the process;
 6. reads the idle CPU figures of `bench/results/idle.json` (written by `bench_idle.py`; not measured again);
 7. prints the table (figure, measured, target, met) to stdout and, on a full run, writes
    `bench/results/cli.json`.
@@ -58,7 +61,7 @@ IDLE_RESULTS = BENCH_DIR / "results" / "idle.json"
 SVC = Path(sys.executable).with_name("svc")
 PLANS = ((20, 1_000), (200, 10_000))
 #: The modules `svc plan next --json` must not import (no async runtime, no web, no MCP, no rich output).
-FORBIDDEN = ("trio", "quart", "hypercorn", "mcp", "jinja2", "rich", "httpx")
+FORBIDDEN = ("trio", "anyio", "asyncio", "quart", "hypercorn", "mcp", "jinja2", "rich", "httpx")
 TARGETS = {
     "plan_next_1000_s": 0.25,
     "plan_next_1000_rss_mib": 40.0,
@@ -365,9 +368,11 @@ def plan_next(root: Path, runs: int, scratch: Path, baseline: Path) -> dict[str,
     }
 
 
-def _imports(stderr: str) -> tuple[float | None, set[str]]:
-    """The cumulative import time of `svc.cli` (ms) and the top-level names of every imported module."""
+def _imports(stderr: str) -> tuple[float | None, float, set[str]]:
+    """The cumulative import time of `svc.cli` (ms), of every import of the process (ms), and the top-level
+    names of every imported module."""
     svc_cli: float | None = None
+    total = 0.0
     names: set[str] = set()
     for line in stderr.splitlines():
         match = IMPORT_LINE.match(line)
@@ -375,30 +380,41 @@ def _imports(stderr: str) -> tuple[float | None, set[str]]:
             continue
         name = match.group(4)
         names.add(name.split(".")[0])
+        if len(match.group(3)) == 1:  # an import no other import made: its time is not counted above it
+            total += int(match.group(2)) / 1000
         if name == "svc.cli" and svc_cli is None:
             svc_cli = int(match.group(2)) / 1000
-    return svc_cli, names
+    return svc_cli, total, names
 
 
 def imports(root: Path, runs: int, scratch: Path) -> dict[str, Any]:
     """`-X importtime` of `python -m svc plan next --json`: svc.cli's cumulative time, the forbidden imports."""
     argv = [sys.executable, "-X", "importtime", "-m", "svc", "--repo", str(root), "plan", "next", "--json"]
     times: list[float] = []
+    totals: list[float] = []
     imported: set[str] = set()
     for _ in range(runs):
         run = _checked(run_process(argv, scratch=scratch), "python -X importtime -m svc plan next")
-        svc_cli, names = _imports(run.stderr.decode("utf-8", errors="replace"))
+        svc_cli, total, names = _imports(run.stderr.decode("utf-8", errors="replace"))
         if svc_cli is None:
             raise RuntimeError("-X importtime reported no import of svc.cli")
         times.append(svc_cli)
+        totals.append(total)
         imported |= names
-    start = [run_process([sys.executable, "-c", "pass"], scratch=scratch).seconds * 1000 for _ in range(runs)]
+    # Without the instrument (which slows every import): `import svc.cli` as a process, beside `pass`, alternating.
+    start: list[float] = []
+    cli: list[float] = []
+    for _ in range(runs * 2):
+        start.append(run_process([sys.executable, "-c", "pass"], scratch=scratch).seconds * 1000)
+        cli.append(run_process([sys.executable, "-c", "import svc.cli"], scratch=scratch).seconds * 1000)
     return {
         "n": runs,
         "svc_cli_cumulative_ms_median": round(statistics.median(times), 1),
         "svc_cli_cumulative_ms": [round(t, 1) for t in times],
+        "command_imports_ms_median": round(statistics.median(totals), 1),
         "forbidden_imported": sorted(name for name in FORBIDDEN if name in imported),
         "python_start_ms_median": round(statistics.median(start), 1),
+        "import_svc_cli_process_ms_median": round(statistics.median(cli), 1),
     }
 
 
@@ -413,8 +429,24 @@ def _get(server: ServerProcess, path: str) -> int:
         conn.close()
 
 
-def first_request(root: Path, *, cold: bool, logs: Path) -> dict[str, Any]:
-    """Start `svc serve` on `root`, wait for `/api/v1/live`, then time one `GET /api/v1/plan/next`."""
+#: A whole process asking the serving server, as a command line could: the lease's URL, one GET, stdlib only.
+LOOPBACK = r"""
+import http.client, json, sys, urllib.parse
+lease = json.load(open(sys.argv[1] + "/.ai/local/state/mcp/server.json"))
+url = urllib.parse.urlsplit(lease["url"])
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+conn.request("GET", "/api/v1/plan/next")
+response = conn.getresponse()
+sys.stdout.buffer.write(response.read() + b"\\n")
+sys.exit(0 if response.status == 200 else 1)
+"""
+
+
+def first_request(root: Path, *, cold: bool, logs: Path, loopback: tuple[int, Path] | None = None) -> dict[str, Any]:
+    """Start `svc serve` on `root`, wait for `/api/v1/live`, then time one `GET /api/v1/plan/next`.
+
+    With `loopback` (runs, scratch), then time that many whole processes asking the server (`LOOPBACK`).
+    """
     if cold:
         _drop_cache(root)
     cache_at_start = _cache_present(root)
@@ -436,9 +468,23 @@ def first_request(root: Path, *, cold: bool, logs: Path) -> dict[str, Any]:
         start = time.perf_counter()
         status = _get(server, "/api/v1/plan/next")
         seconds = time.perf_counter() - start
+        asked: list[Run] = []
+        if loopback is not None:
+            runs, scratch = loopback
+            script = scratch / "loopback_next.py"
+            script.write_text(LOOPBACK, encoding="utf-8")
+            for _ in range(runs):
+                asked.append(_checked(run_process([sys.executable, str(script), str(root)], scratch=scratch), "asking"))
     if status != 200:
         raise RuntimeError(f"GET /api/v1/plan/next answered {status}")
-    return {"cache_at_start": cache_at_start, "live_after_url_s": round(live, 3), "plan_next_s": round(seconds, 4)}
+    out: dict[str, Any] = {
+        "cache_at_start": cache_at_start,
+        "live_after_url_s": round(live, 3),
+        "plan_next_s": round(seconds, 4),
+    }
+    if asked:
+        out["asked_over_loopback"] = _summary(asked)
+    return out
 
 
 def idle_figures() -> dict[str, Any] | None:
@@ -489,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         cold = first_request(large, cold=True, logs=scratch)
         if not _cache_present(large):
             _checked(run_process([str(SVC), "--repo", str(large), "plan", "next", "--json"], scratch=scratch), "svc")
-        warm = first_request(large, cold=False, logs=scratch)
+        warm = first_request(large, cold=False, logs=scratch, loopback=(runs, scratch))
         result["first_request"] = {"issues": served, "cold": cold, "warm": warm}
     result["idle"] = idle_figures()
     result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -549,6 +595,10 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     )
     forbidden = imp["forbidden_imported"]
     rows.append(("forbidden modules imported", ", ".join(forbidden) or "none", "none", _yes(not forbidden)))
+    every = f"{imp['command_imports_ms_median']:.0f} ms"
+    rows.append(("every import of svc plan next --json (-X importtime)", every, "", "—"))
+    process = imp["import_svc_cli_process_ms_median"] - imp["python_start_ms_median"]
+    rows.append(("import svc.cli as a process, less Python's start", f"{process:.0f} ms", "", "—"))
     rows.append(("Python's own start (python -c pass)", f"{imp['python_start_ms_median']:.0f} ms", "", "—"))
     first = r["first_request"]
     limit = TARGETS["first_request_s"]
@@ -556,6 +606,11 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         fig = first[key]
         label = f"first request after start, {first['issues']:,} issues, {key}"
         rows.append((label, f"{fig['plan_next_s']:.3f} s", f"≤ {limit:.0f} s", _yes(fig["plan_next_s"] <= limit)))
+    asked = first["warm"].get("asked_over_loopback")
+    if asked is not None:
+        label = f"the same answer asked of the serving server, {first['issues']:,} issues (a process, loopback)"
+        local = r["plans"][str(first["issues"])]["after_first_read"]["median_s"]
+        rows.append((label, f"{asked['median_s']:.3f} s (derived here: {local:.3f} s)", "", "—"))
     idle = r["idle"]
     limit = TARGETS["idle_percent_of_one_core"]
     if idle is None:

@@ -278,3 +278,56 @@ async def test_a_closing_supervisor_refuses_new_work(tmp_path: Path) -> None:
         assert await supervisor.run(work) == 1
     with pytest.raises(Exception, match="stopping"):
         await supervisor.run(work)
+
+
+async def test_a_read_runs_in_a_worker_thread_with_the_repository(tmp_path: Path) -> None:
+    import threading
+
+    from svc.registry import Declarations
+
+    seen: list[tuple[int, Path]] = []
+
+    def read(repo: Repository, params: Echo) -> Count:
+        seen.append((threading.get_ident(), repo.root))
+        if params.fail:
+            raise NotFound(f"no value {params.value}")
+        return Count(value=params.value, calls=len(seen))
+
+    cap = Declarations[Any](MODULE, source=__name__).query(
+        "read",
+        title="Read",
+        description="a read of the checkout",
+        input=Echo,
+        output=Count,
+        read=read,
+        examples=(Example(name="one"),),
+        http="GET /api/v1/read",
+    )
+    repo = Repository.discover(tmp_path)
+    runtime = Runtime(registry=build_registry([MODULE], [cap]), repository=repo, generation=Generation(repo, stamp=b""))
+    with trio.fail_after(10):
+        async with Supervisor.open() as supervisor:
+            executor = Executor(runtime, supervisor)
+            assert msgspec.json.decode(await executor.call(cap, Echo(value=7), actor=ACTOR)) == {"value": 7, "calls": 1}
+            with pytest.raises(NotFound, match="no value 3"):
+                await executor.call(cap, Echo(value=3, fail=True), actor=ACTOR)
+    assert [root for _, root in seen] == [repo.root, repo.root]
+    assert threading.get_ident() not in {thread for thread, _ in seen}
+
+
+def test_a_declaration_has_a_handler_or_a_read_exactly_one() -> None:
+    from svc.registry import Declarations
+
+    async def handler(ctx: Any, params: Echo) -> Count:
+        return Count(value=0, calls=0)
+
+    def read(repo: Repository, params: Echo) -> Count:
+        return Count(value=0, calls=0)
+
+    declare = Declarations[Any](MODULE, source=__name__)
+    common: dict[str, Any] = {"title": "t", "description": "d", "input": Echo, "output": Count, "examples": ()}
+    with pytest.raises(ValueError, match=r"demo\.none: declare a handler or a read, exactly one"):
+        declare.query("none", **common)
+    with pytest.raises(ValueError, match=r"demo\.both: declare a handler or a read, exactly one"):
+        declare.query("both", handler=handler, read=read, **common)
+    assert declare.query("one", read=read, **common).executable

@@ -179,6 +179,11 @@ def test_duplicate_tool_resource_and_cli_are_refused() -> None:
             "a command cannot be an MCP resource",
         ),
         ({"handler": None}, "a query needs a handler"),
+        ({"read": lambda repo, params: {}}, "a query has a handler or a read, not both"),
+        (
+            {"kind": "resource", "handler": None, "read": lambda repo, params: {}},
+            "a resource has no handler, HTTP route, CLI command or tool",
+        ),
         (
             {"kind": "resource", "benchmark": Benchmark(policy="waived", reason="not_executable")},
             "a resource has no handler, HTTP route, CLI command or tool",

@@ -24,7 +24,7 @@ from svc.layer._required import require_layer
 from svc.nursery import Engine
 from svc.registry import Capability, Declarations, Example, Module, one_of
 from svc.registry._registry import Registry
-from svc.runtime import Context
+from svc.runtime import Context, run_declared
 
 MODULE = Module(
     id="objects",
@@ -240,11 +240,9 @@ async def _answer(ctx: Context, cap: Capability) -> bytes:
     if engine is not None:
         executor = engine.executor
         return await executor.call(cap, executor.decode_value(cap, {}), actor=ctx.actor)
-    handler = cap.handler
-    if handler is None:
-        raise Internal(f"{cap.id} has no handler in this process")
     params = msgspec.convert({}, cap.input)
-    return msgspec.json.encode(await handler(Context(ctx.runtime, ctx.actor, components=ctx.components), params))
+    own = Context(ctx.runtime, ctx.actor, components=ctx.components)
+    return msgspec.json.encode(await run_declared(cap, params, own))
 
 
 async def get_object(ctx: Context, params: ObjectGetInput) -> DeclarativeView | BuiltinView:

@@ -1,18 +1,19 @@
 """`plan.*`: the plan derived from `.ai/repo/project/` on every call, and its one writer, `plan.transition`.
 
-Every read loads and derives in a worker thread (the event loop never blocks on the disk). The transition
-runs the whole read-check-write-ledger sequence in one worker thread under the cross-process `plan.lock`,
-and bumps the repository generation right after the record is replaced, so generation-cached answers of
-`plan.issues`, `plan.next`, `plan.roadmap` and `plan.status` are dropped before it answers.
+Every read is a plain function of the checkout: the executor runs it in a worker thread (the event loop never
+blocks on the disk) and the command line calls it directly, with no event loop (so this module imports no trio
+until a transition runs). The transition runs the whole read-check-write-ledger sequence in one worker thread
+under the cross-process `plan.lock`, and bumps the repository generation right after the record is replaced, so
+generation-cached answers of `plan.issues`, `plan.next`, `plan.roadmap` and `plan.status` are dropped before it
+answers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
-import trio
 from msgspec import Meta
 
 from svc._version import __version__
@@ -55,7 +56,9 @@ from svc.registry import (
     NoInput,
     one_of,
 )
-from svc.runtime import Context
+
+if TYPE_CHECKING:
+    from svc.runtime import Context
 
 MODULE = Module(
     id="plan",
@@ -109,59 +112,56 @@ class PlanTransitionInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
 
 
 def _read(repo: Repository) -> Snapshot:
+    """The records and the plan; `NotFound` when the checkout has no `.ai/` layer."""
     require_layer(repo)
     return read_snapshot(repo)
 
 
-async def _snapshot(ctx: Context) -> Snapshot:
-    """The records and the plan, read in a worker thread; `NotFound` when the checkout has no `.ai/` layer."""
-    return await trio.to_thread.run_sync(_read, ctx.runtime.repository)
-
-
-async def model(ctx: Context, params: NoInput) -> Plan:
+def model(repo: Repository, params: NoInput) -> Plan:
     """The whole plan, derived now."""
-    return (await _snapshot(ctx)).plan
+    return _read(repo).plan
 
 
-async def issues(ctx: Context, params: IssuesInput) -> PlanIssueList:
+def issues(repo: Repository, params: IssuesInput) -> PlanIssueList:
     """The issues matching the filters (404 for an unknown milestone)."""
-    plan = (await _snapshot(ctx)).plan
-    return issue_list(plan, params.milestone, params.status, params.wave)
+    return issue_list(_read(repo).plan, params.milestone, params.status, params.wave)
 
 
-async def next_(ctx: Context, params: MilestoneFilter) -> PlanNextIssue:
+def next_(repo: Repository, params: MilestoneFilter) -> PlanNextIssue:
     """The READY issue to take now, widened to the whole plan when the milestone has none."""
-    snapshot = await _snapshot(ctx)
+    snapshot = _read(repo)
     return next_issue(snapshot.plan, params.milestone, snapshot.records, known_domains())
 
 
-async def record(ctx: Context, params: RecordInput) -> PlanMilestoneRecord | PlanIssueRecord:
+def record(repo: Repository, params: RecordInput) -> PlanMilestoneRecord | PlanIssueRecord:
     """One record as authored, with its derived facts, related issues and findings."""
-    snapshot = await _snapshot(ctx)
+    snapshot = _read(repo)
     return record_view(snapshot.plan, snapshot.records, params.id)
 
 
-async def roadmap_(ctx: Context, params: NoInput) -> PlanRoadmap:
+def roadmap_(repo: Repository, params: NoInput) -> PlanRoadmap:
     """Milestones in roadmap order, with `now` and `next`."""
-    return roadmap((await _snapshot(ctx)).plan)
+    return roadmap(_read(repo).plan)
 
 
-async def status(ctx: Context, params: MilestoneFilter) -> PlanStatusReport:
+def status(repo: Repository, params: MilestoneFilter) -> PlanStatusReport:
     """Progress per milestone, the next ready issue and the counts."""
-    return status_report((await _snapshot(ctx)).plan, params.milestone)
+    return status_report(_read(repo).plan, params.milestone)
 
 
-async def validate(ctx: Context, params: ValidateInput) -> PlanValidation:
+def validate(repo: Repository, params: ValidateInput) -> PlanValidation:
     """The findings of the code and level asked for (every one without), in derivation order, with the tallies."""
-    return validation((await _snapshot(ctx)).plan, params.code, params.level)
+    return validation(_read(repo).plan, params.code, params.level)
 
 
-async def waves(ctx: Context, params: MilestoneFilter) -> PlanWaveReport:
+def waves(repo: Repository, params: MilestoneFilter) -> PlanWaveReport:
     """The execution waves and the scope overlaps that serialise issues of one wave."""
-    return wave_report((await _snapshot(ctx)).plan, params.milestone)
+    return wave_report(_read(repo).plan, params.milestone)
 
 
 def _move(repo: Repository, params: PlanTransitionInput, bump: Callable[[], int]) -> PlanTransitionResult:
+    import trio
+
     def written() -> None:
         trio.from_thread.run_sync(bump)
 
@@ -171,12 +171,14 @@ def _move(repo: Repository, params: PlanTransitionInput, bump: Callable[[], int]
 
 async def transition(ctx: Context, params: PlanTransitionInput) -> PlanTransitionResult:
     """Move one issue with a sealed stamp and a ledger event (never over HTTP)."""
+    import trio
+
     return await trio.to_thread.run_sync(_move, ctx.runtime.repository, params, ctx.runtime.generation.bump)
 
 
 _GENERATION = Cache(policy="generation", max_entries=16)
 _MOVE_SUMMARY = "Move an issue to {0} (writes {1} and its seal, appends {2})"
-declare = Declarations[Context](MODULE, source=__name__)
+declare: Declarations[Context] = Declarations(MODULE, source=__name__)
 
 CAPABILITIES = (
     declare.query(
@@ -189,7 +191,7 @@ CAPABILITIES = (
         ),
         input=NoInput,
         output=Plan,
-        handler=model,
+        read=model,
         examples=(Example(name="plan"),),
         http="GET /api/v1/plan",
         tool="svc_plan",
@@ -205,7 +207,7 @@ CAPABILITIES = (
         ),
         input=IssuesInput,
         output=PlanIssueList,
-        handler=issues,
+        read=issues,
         examples=(
             Example(name="all"),
             Example(name="ready", input={"status": "READY"}, description="the ready set"),
@@ -227,7 +229,7 @@ CAPABILITIES = (
         ),
         input=MilestoneFilter,
         output=PlanNextIssue,
-        handler=next_,
+        read=next_,
         examples=(Example(name="next"),),
         http="GET /api/v1/plan/next",
         tool="svc_plan_next",
@@ -243,7 +245,7 @@ CAPABILITIES = (
         ),
         input=RecordInput,
         output=PlanRecord,
-        handler=record,
+        read=record,
         examples=(
             Example(name="milestone", input={"id": "plan"}),
             Example(name="issue", input={"id": "I0001"}),
@@ -261,7 +263,7 @@ CAPABILITIES = (
         ),
         input=NoInput,
         output=PlanRoadmap,
-        handler=roadmap_,
+        read=roadmap_,
         examples=(Example(name="roadmap"),),
         http="GET /api/v1/plan/roadmap",
         tool="svc_plan_roadmap",
@@ -278,7 +280,7 @@ CAPABILITIES = (
         ),
         input=MilestoneFilter,
         output=PlanStatusReport,
-        handler=status,
+        read=status,
         examples=(Example(name="status"),),
         http="GET /api/v1/plan/status",
         tool="svc_plan_status",
@@ -337,7 +339,7 @@ CAPABILITIES = (
         ),
         input=ValidateInput,
         output=PlanValidation,
-        handler=validate,
+        read=validate,
         examples=(Example(name="validate"),),
         http="GET /api/v1/plan/validate",
         tool="svc_plan_validate",
@@ -353,7 +355,7 @@ CAPABILITIES = (
         ),
         input=MilestoneFilter,
         output=PlanWaveReport,
-        handler=waves,
+        read=waves,
         examples=(Example(name="waves"),),
         http="GET /api/v1/plan/waves",
         tool="svc_plan_waves",

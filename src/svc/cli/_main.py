@@ -16,51 +16,76 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from contextvars import ContextVar
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncclick as click
 import msgspec
-import trio
 
-from svc._errors import SvcError
+from svc._errors import Internal, SvcError
 from svc._version import __version__
-from svc.capabilities import builtin_registry
-from svc.cli._absence import absence_note
-from svc.cli._render import render
-from svc.cli._runs import call_watched
-from svc.cli._terms import cli_terms
-from svc.layer import Repository
-from svc.registry import Capability, Registry
-from svc.runtime import Actor, Executor
-from svc.surfaces import (
-    VERSION_OPTION,
-    CliCommand,
-    CliParameter,
+from svc.cli._tree import CliDescription, CliEntry, describe_cli, load_description
+from svc.surfaces._cli_tree import VERSION_OPTION, CliParameter
+from svc.surfaces._commands import (
     CommandsRefreshOptions,
+    FollowOptions,
     GenerateOptions,
     McpOptions,
     RepairLedgerOptions,
+    ResealOptions,
     RunOptions,
     ServeOptions,
-    cli_tree,
-    global_options,
 )
-from svc.surfaces._commands import FollowOptions, ResealOptions
+
+if TYPE_CHECKING:
+    from svc.layer import Repository
+    from svc.registry import Capability, Registry
+    from svc.runtime import Actor, Executor
 
 __all__ = ["build_cli", "main"]
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 10
 
+_log = logging.getLogger("svc.cli")
+
+#: Set while `main` parses and answers with no event loop: a command that needs one says so (`_NeedsLoop`).
+_DRIVEN: ContextVar[bool] = ContextVar("svc_cli_driven", default=False)
+
+
+class _NeedsLoop(Exception):
+    """Raised out of the loop-less parse by a command that runs on trio: the coroutine function to run there."""
+
+    def __init__(self, run: Callable[[], Awaitable[None]]) -> None:
+        super().__init__("this command runs on trio")
+        self.run = run
+
+
+async def _on_trio(run: Callable[[], Awaitable[None]]) -> None:
+    """Run `run` on the event loop: this one when there is one (a test's runner), else trio's, after parsing."""
+    if _DRIVEN.get():
+        raise _NeedsLoop(run)
+    await run()
+
+
+def _builtin_registry() -> Registry:
+    from svc.capabilities import builtin_registry
+
+    return builtin_registry()
+
 
 def _fail(exc: SvcError) -> None:
-    click.echo(f"svc: {exc.code}: {cli_terms(exc.message, builtin_registry)}", err=True)
+    from svc.cli._terms import cli_terms
+
+    click.echo(f"svc: {exc.code}: {cli_terms(exc.message, _builtin_registry)}", err=True)
     raise SystemExit(exc.exit_code)
 
 
 def _repository(ctx: click.Context) -> Repository:
+    from svc.layer import Repository
+
     start: Path | None = ctx.find_root().params.get("repo")
     return Repository.discover(start)
 
@@ -104,12 +129,23 @@ def _click_parameter(param: CliParameter, *, typed: bool) -> click.Parameter:
     return click.Option([param.name, dest], type=kind, default=None, metavar=param.metavar, help=param.help + shown)
 
 
-def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) -> click.Command:
-    assert spec.capability is not None
-    cap = registry.by_id[spec.capability]
-    fields = {p.field for p in spec.parameters if p.field is not None}
-    summarised = any(p.name == "--all" and p.field is None for p in spec.parameters)
-    preset = [(name, _text(value)) for name, value in (spec.preset or {}).items()]
+#: Finds the capability a command runs, by its entry (from the registry given, or by importing its module).
+_Finder = Callable[[CliEntry], "Capability"]
+
+
+def _declared(entry: CliEntry) -> Capability:
+    """The capability of `entry`, from the one module that declares it."""
+    import importlib
+
+    assert entry.declared_in is not None
+    declared: tuple[Capability, ...] = importlib.import_module(entry.declared_in).CAPABILITIES
+    return next(cap for cap in declared if cap.id == entry.capability)
+
+
+def _capability_command(entry: CliEntry, find: _Finder) -> click.Command:
+    fields = {p.field for p in entry.parameters if p.field is not None}
+    summarised = any(p.name == "--all" and p.field is None for p in entry.parameters)
+    preset = [(name, _text(value)) for name, value in (entry.preset or {}).items()]
 
     @click.pass_context
     async def run(ctx: click.Context, /, **values: Any) -> None:
@@ -123,81 +159,78 @@ def _capability_command(registry: Registry, spec: CliCommand, *, group: bool) ->
             if name in fields and value is not None
             for item in (value if isinstance(value, tuple) else (value,))
         ]
-        from svc.host import open_service
-
+        cap = find(entry)
         repo = _repository(ctx)
-        try:
-            async with open_service(repo, surface="cli", watch=False) as executor:
-                params = executor.decode_text(cap, items)
-                if cap.cli_remote:
-                    body = await _remote_or_local(executor, cap, params)
-                else:
-                    body = await call_watched(executor, cap, params, actor=_cli_actor())
-        except SvcError as exc:
-            _fail(exc)
+        if entry.direct:
+            _show(cap, repo, _answer_here(cap, repo, items), as_json=as_json, full=full)
             return
-        if as_json:
-            sys.stdout.buffer.write(body + b"\n")
-            sys.stdout.flush()
-        else:
-            view = render(body, capability=cap.id, tty=sys.stdout.isatty(), full=full, registry=registry)
-            click.echo(view, nl=False)
-            note = absence_note(cap.id, repo, body)
-            if note is not None:
-                click.echo(f"svc: {note}", err=True)
-        if cap.cli_verdict is not None and msgspec.json.decode(body).get(cap.cli_verdict) is False:
-            raise SystemExit(EXIT_REFUSED)
+        await _on_trio(partial(_answer_on_trio, cap, repo, items, as_json=as_json, full=full))
 
-    kind = click.Group if group else click.Command
-    extra: dict[str, Any] = {"invoke_without_command": True} if group else {}
-    about = cli_terms(cap.description, lambda: registry)
-    text = f"{spec.summary}.\n\n{about}\n\nRuns the capability {cap.id}."
-    module = registry.module_by_id.get(spec.words[0]) if group and len(spec.words) == 1 else None
-    if module is not None:
-        # A group of its own (`svc plan`): what the group is about first, then what it answers alone. Its short
-        # help stays the capability's title, as the generated reference lists it.
-        alone = f"`svc {spec.words[0]}` alone answers {_lower_first(spec.summary)}: {_lower_first(about)}"
-        text = f"{cli_terms(module.description, lambda: registry)}\n\n{alone}\n\nRuns the capability {cap.id}."
-    return kind(
-        spec.words[-1],
-        callback=run,
-        params=[_click_parameter(p, typed=True) for p in spec.parameters],
-        help=text,
-        short_help=spec.summary,
-        **extra,
-    )
+    kind = click.Group if entry.group else click.Command
+    extra: dict[str, Any] = {"invoke_without_command": True} if entry.group else {}
+    params = [_click_parameter(p, typed=True) for p in entry.parameters]
+    return kind(entry.words[-1], callback=run, params=params, help=entry.help, short_help=entry.short_help, **extra)
 
 
-def _lower_first(text: str) -> str:
-    """`text` with its first letter in lower case, unless it starts an acronym (`MCP`)."""
-    if len(text) > 1 and text[0].isupper() and not text[1].isupper():
-        return text[0].lower() + text[1:]
-    return text
+def _answer_here(cap: Capability, repo: Repository, items: list[tuple[str, str]]) -> bytes:
+    """The answer of a read, derived in this thread with no event loop: the bytes the executor would encode."""
+    from svc.registry import decode_text
+
+    assert cap.read is not None
+    try:
+        return msgspec.json.encode(cap.read(repo, decode_text(cap, items)))
+    except SvcError as exc:
+        _fail(exc)
+    except Exception as exc:
+        import secrets
+
+        correlation = "c-" + secrets.token_hex(4)
+        _log.error("capability %s failed (correlation id %s)", cap.id, correlation, exc_info=exc)
+        _fail(Internal(f"internal error (correlation id {correlation})"))
+    raise AssertionError("unreachable")
 
 
-def _short_help(description: str) -> str:
-    """The first sentence of a group's description, up to its first colon: what the group is about."""
-    sentence = _SENTENCE_END.split(description, maxsplit=1)[0].rstrip(".")
-    head, colon, _ = sentence.partition(": ")
-    return (head if colon else sentence) + "."
+async def _answer_on_trio(
+    cap: Capability, repo: Repository, items: list[tuple[str, str]], *, as_json: bool, full: bool
+) -> None:
+    """Answer through the executor of a one-shot service (or the serving server, for a remote capability)."""
+    from svc.cli._runs import call_watched
+    from svc.host import open_service
+
+    try:
+        async with open_service(repo, surface="cli", watch=False) as executor:
+            params = executor.decode_text(cap, items)
+            if cap.cli_remote:
+                body = await _remote_or_local(executor, cap, params)
+            else:
+                body = await call_watched(executor, cap, params, actor=_cli_actor())
+    except SvcError as exc:
+        _fail(exc)
+        return
+    _show(cap, repo, body, as_json=as_json, full=full)
 
 
-def _describe_groups(group: click.Group) -> None:
-    """Give each group no module describes (`svc mesh review`) the words of its commands, in order."""
-    for command in group.commands.values():
-        if not isinstance(command, click.Group):
-            continue
-        _describe_groups(command)
-        if command.help is not None:
-            continue
-        summaries = [(sub.short_help or sub.name or "").rstrip(".") for sub in command.commands.values()]
-        parts = [summaries[0], *map(_lower_first, summaries[1:])]
-        listed = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} or {parts[-1]}"
-        command.help = f"{listed}."
-        command.short_help = f"{listed}."
+def _show(cap: Capability, repo: Repository, body: bytes, *, as_json: bool, full: bool) -> None:
+    """Print an answer (`--json`: the HTTP body's bytes), then exit 10 when its verdict field is false."""
+    if as_json:
+        sys.stdout.buffer.write(body + b"\n")
+        sys.stdout.flush()
+    else:
+        from svc.cli._absence import absence_note
+        from svc.cli._render import render
+
+        view = render(body, capability=cap.id, tty=sys.stdout.isatty(), full=full)
+        click.echo(view, nl=False)
+        note = absence_note(cap.id, repo, body)
+        if note is not None:
+            click.echo(f"svc: {note}", err=True)
+    if cap.cli_verdict is not None and msgspec.json.decode(body).get(cap.cli_verdict) is False:
+        raise SystemExit(EXIT_REFUSED)
 
 
 def _cli_actor() -> Actor:
+    from svc.runtime import Actor
+
     return Actor(kind="cli", pid=os.getpid())
 
 
@@ -222,16 +255,14 @@ def _text(value: Any) -> str:
 
 
 _Handler = Callable[[click.Context, Any], Awaitable[None]]
-#: The end of a sentence: a full stop and a space, not the one of an abbreviation (`e.g.`, `i.e.`).
-_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)\.\s")
 _AT_FIELD = re.compile(r" - at `\$\.(?P<field>\w+)`$")
 
 
-def _infrastructure_command(spec: CliCommand) -> click.Command:
+def _infrastructure_command(entry: CliEntry) -> click.Command:
     """A command of the tree that is not a capability's: its values decode into its options Struct."""
-    assert spec.options is not None
-    options_type, handler = _HANDLERS[spec.options]
-    params = [_click_parameter(p, typed=True) for p in spec.parameters]
+    assert entry.options is not None
+    options_type, name = _HANDLERS[entry.options]
+    params = [_click_parameter(p, typed=True) for p in entry.parameters]
 
     @click.pass_context
     async def run(ctx: click.Context, /, **values: Any) -> None:
@@ -240,16 +271,12 @@ def _infrastructure_command(spec: CliCommand) -> click.Command:
             options = msgspec.convert(given, options_type)
         except msgspec.ValidationError as exc:
             raise _bad_parameter(ctx, exc) from None
-        await handler(ctx, options)
+        from svc.cli import _infrastructure
 
-    projection = f"\n\nThe command-line projection of the capability {spec.capability}." if spec.capability else ""
-    return click.Command(
-        spec.words[-1],
-        callback=run,
-        params=params,
-        help=f"{spec.summary}\n\n{spec.help}{projection}",
-        short_help=spec.summary,
-    )
+        handler: _Handler = getattr(_infrastructure, name)
+        await _on_trio(partial(handler, ctx, options))
+
+    return click.Command(entry.words[-1], callback=run, params=params, help=entry.help, short_help=entry.short_help)
 
 
 def _bad_parameter(ctx: click.Context, exc: msgspec.ValidationError) -> click.BadParameter:
@@ -260,192 +287,30 @@ def _bad_parameter(ctx: click.Context, exc: msgspec.ValidationError) -> click.Ba
     return click.BadParameter(_AT_FIELD.sub("", message), ctx=ctx, param=param)
 
 
-async def _serve(ctx: click.Context, options: ServeOptions) -> None:
-    _configure_logging(logging.INFO)
-    from svc.cli._exit import arm
-    from svc.host import serve
-
-    arm()
-    try:
-        await serve(_repository(ctx), port=options.port)
-    except SvcError as exc:
-        _fail(exc)
-    except OSError as exc:
-        click.echo(f"svc: unavailable: cannot serve: {exc.strerror or exc}", err=True)
-        raise SystemExit(EXIT_INTERNAL) from None
-
-
-async def _mcp(ctx: click.Context, options: McpOptions) -> None:
-    _configure_logging(logging.INFO)
-    from svc.cli._exit import arm
-
-    arm()
-    repo = _repository(ctx)
-    if options.inspect:
-        import httpx
-
-        from svc.host import decide, server_timings
-
-        async with httpx.AsyncClient() as client:
-            decision = await decide(repo, client, server_timings(repo))
-        click.echo(decision.describe())
-        return
-    from svc.host import run_mcp
-
-    try:
-        await run_mcp(repo, port=options.port, standalone=options.standalone)
-    except SvcError as exc:
-        _fail(exc)
-    except OSError as exc:
-        click.echo(f"svc: unavailable: cannot serve: {exc.strerror or exc}", err=True)
-        raise SystemExit(EXIT_INTERNAL) from None
-
-
-async def _generate(ctx: click.Context, options: GenerateOptions) -> None:
-    from svc.cli._generate import check_documents, write_documents
-
-    repo = _repository(ctx)
-    registry = builtin_registry()
-    if options.check:
-        stale = await trio.to_thread.run_sync(check_documents, repo, registry, click.echo)
-        raise SystemExit(EXIT_REFUSED if stale else EXIT_OK)
-    await trio.to_thread.run_sync(write_documents, repo, registry, click.echo)
-
-
-async def _commands_refresh(ctx: click.Context, options: CommandsRefreshOptions) -> None:
-    from svc.layer._command_sources import CACHE, refresh_command_graph
-    from svc.surfaces import executable_commands
-
-    executable = executable_commands(builtin_registry())
-    try:
-        graph = await trio.to_thread.run_sync(refresh_command_graph, _repository(ctx).root, executable)
-    except OSError as exc:
-        click.echo(f"svc: unavailable: cannot write {CACHE}: {exc.strerror or exc}", err=True)
-        raise SystemExit(EXIT_INTERNAL) from None
-    counts = {origin: sum(n.origin == origin for n in graph.commands) for origin in ("executable", "tool", "workflow")}
-    click.echo(f"wrote {CACHE} (fingerprint {graph.fingerprint})")
-    for origin, count in counts.items():
-        click.echo(f"  {origin:<10} {count} command{'' if count == 1 else 's'}")
-    for finding in graph.diagnostics:
-        click.echo(f"  {finding.severity:<10} {finding.code}: {finding.message}")
-
-
-async def _repair_ledger(ctx: click.Context, options: RepairLedgerOptions) -> None:
-    from svc.layer._required import require_layer
-    from svc.plan import repair_ledger
-
-    try:
-        repo = _repository(ctx)
-        require_layer(repo)
-        repair = await trio.to_thread.run_sync(repair_ledger, repo)
-    except SvcError as exc:
-        _fail(exc)
-        return
-    for path in repair.removed:
-        click.echo(f"removed   {path}")
-    for event in repair.appended:
-        click.echo(f"appended  {event}")
-    if not repair.removed and not repair.appended:
-        click.echo("repair-ledger: the ledger agrees with the records; nothing to do")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-async def _reseal(ctx: click.Context, options: ResealOptions) -> None:
-    from svc.plan import known_domains, reseal
-
-    if options.domain is None:
-        known = ", ".join(known_domains()) or "none"
-        raise click.UsageError(
-            f"Missing option '--domain': the seal domain the stamps were sealed under (svc recognises: {known})",
-            ctx=ctx,
-        )
-    run = partial(reseal, _repository(ctx), options.domain, write=options.write, by=f"svc/{__version__}")
-    try:
-        done = await trio.to_thread.run_sync(run)
-    except SvcError as exc:
-        _fail(exc)
-        return
-    for path in done.removed:
-        click.echo(f"removed        {path}")
-    for event in done.appended:
-        click.echo(f"appended       {event}")
-    verb = "re-sealed    " if done.written else "would re-seal"
-    for stamp in done.resealed:
-        click.echo(f"{verb}  {stamp.describe()}  ({stamp.path})")
-    for stamp in done.refused:
-        click.echo(f"refused        {stamp.describe()}: {stamp.reason}")
-    stamps = _count(len(done.resealed), "stamp")
-    issues = _count(len({s.issue for s in done.resealed}), "issue")
-    if not done.resealed:
-        click.echo(f"reseal: no stamp is sealed under {done.domain}; nothing to do")
-    elif done.written:
-        click.echo(f"reseal: {stamps} of {issues} re-sealed with svc's seal, one ledger event each")
-    else:
-        click.echo(
-            f"reseal: {stamps} of {issues} are sealed under {done.domain}; nothing was written "
-            "(run again with --write to re-seal them)"
-        )
-    if done.refused:
-        click.echo(
-            f"reseal: {_count(len(done.refused), 'stamp')} refused: a seal that proves under neither "
-            f"{done.domain} nor svc's domain is left as it is"
-        )
-    if done.unsealed:
-        click.echo(
-            f"reseal: {_count(done.unsealed, 'unproven stamp')} without a seal left as written "
-            "(only `svc plan start|verify|done` writes a proven stamp)"
-        )
-    if done.refused:
-        raise SystemExit(EXIT_REFUSED)
-
-
-async def _run(ctx: click.Context, options: RunOptions) -> None:
-    from svc.cli._runs import run_command
-
-    try:
-        code = await run_command(_repository(ctx), options)
-    except SvcError as exc:
-        _fail(exc)
-        return
-    if code != EXIT_OK:
-        raise SystemExit(code)
-
-
-async def _follow(ctx: click.Context, options: FollowOptions) -> None:
-    from svc.cli._runs import follow_command
-
-    try:
-        code = await follow_command(_repository(ctx), options)
-    except SvcError as exc:
-        _fail(exc)
-        return
-    if code != EXIT_OK:
-        raise SystemExit(code)
-
-
-# What each infrastructure command does, by the name of its options Struct (`CliCommand.options`).
-_HANDLERS: dict[str, tuple[type[msgspec.Struct], _Handler]] = {
+#: What each infrastructure command runs (a function of `svc.cli._infrastructure`), by its options Struct's name.
+_HANDLERS: dict[str, tuple[type[msgspec.Struct], str]] = {
     tp.__name__: (tp, handler)
     for tp, handler in (
-        (CommandsRefreshOptions, _commands_refresh),
-        (FollowOptions, _follow),
-        (GenerateOptions, _generate),
-        (McpOptions, _mcp),
-        (RepairLedgerOptions, _repair_ledger),
-        (ResealOptions, _reseal),
-        (RunOptions, _run),
-        (ServeOptions, _serve),
+        (CommandsRefreshOptions, "on_commands_refresh"),
+        (FollowOptions, "on_follow"),
+        (GenerateOptions, "on_generate"),
+        (McpOptions, "on_mcp"),
+        (RepairLedgerOptions, "on_repair_ledger"),
+        (ResealOptions, "on_reseal"),
+        (RunOptions, "on_run"),
+        (ServeOptions, "on_serve"),
     )
 }
 
 
 def build_cli(registry: Registry | None = None) -> click.Group:
-    """The `svc` command group with every command of the registry's command tree."""
-    registry = registry or builtin_registry()
+    """The `svc` command group: from the description the package ships, or derived from `registry` when given."""
+    if registry is None:
+        return _build(load_description(), _declared)
+    return _build(describe_cli(registry), lambda entry: registry.by_id[entry.capability or ""])
 
+
+def _build(description: CliDescription, find: _Finder) -> click.Group:
     async def root(**_: Any) -> None:
         """The options of `svc` itself are read where they are needed (`_repository`)."""
 
@@ -458,7 +323,7 @@ def build_cli(registry: Registry | None = None) -> click.Group:
         ),
         context_settings={"help_option_names": ["-h", "--help"]},
     )
-    for param in global_options():
+    for param in description.options:
         if param.name == VERSION_OPTION.name:
             version = click.version_option(
                 __version__, param.name, prog_name="svc", message="%(prog)s %(version)s", help=param.help
@@ -466,34 +331,73 @@ def build_cli(registry: Registry | None = None) -> click.Group:
             version(svc)
         else:
             svc.params.append(_click_parameter(param, typed=True))
-
-    tree = cli_tree(registry)
-    prefixes = {tuple(c.words[:i]) for c in tree for i in range(1, len(c.words))}
-    for spec in tree:
+    groups = {tuple(g.words): g for g in description.groups}
+    for entry in description.commands:
         parent = svc
-        for word in spec.words[:-1]:
+        for depth, word in enumerate(entry.words[:-1], start=1):
             found = parent.commands.get(word)
             if not isinstance(found, click.Group):
-                module = registry.module_by_id.get(word) if parent is svc else None
-                about = None if module is None else cli_terms(module.description, lambda: registry)
-                found = click.Group(word, help=about, short_help=None if about is None else _short_help(about))
+                about = groups.get(tuple(entry.words[:depth]))
+                found = click.Group(
+                    word,
+                    help=None if about is None else about.help,
+                    short_help=None if about is None else about.short_help,
+                )
                 parent.add_command(found)
             parent = found
-        if spec.options is not None:
-            command = _infrastructure_command(spec)
-        else:
-            command = _capability_command(registry, spec, group=tuple(spec.words) in prefixes)
-        parent.add_command(command, spec.words[-1])
-    _describe_groups(svc)
+        command = _infrastructure_command(entry) if entry.options is not None else _capability_command(entry, find)
+        parent.add_command(command, entry.words[-1])
     return svc
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the CLI on trio (a process that served leaves without the teardown, `_exit`)."""
+    """Console entry point (a process that served leaves without the teardown, `_exit`).
+
+    The arguments are parsed with no event loop, and a read of the checkout (`svc plan next`) answers there and
+    then, so such a command imports neither trio nor anything it does not read. Any other command runs on trio
+    once parsed.
+    """
     from svc.cli._exit import leave_if_armed
 
     try:
-        build_cli()(args=argv, prog_name="svc", _anyio_backend="trio")
+        _main(build_cli(), argv)
     except SystemExit as exc:
         leave_if_armed(exc.code)
         raise
+
+
+def _main(cli: click.Group, argv: list[str] | None) -> None:
+    token = _DRIVEN.set(True)
+    try:
+        _complete(cli.main(args=argv, prog_name="svc"))
+    except _NeedsLoop as needed:
+        run = needed.run
+    else:
+        return
+    finally:
+        _DRIVEN.reset(token)
+    import trio
+
+    # What click's standalone mode does for a command it runs itself.
+    try:
+        trio.run(run)
+    except click.ClickException as exc:
+        exc.show()
+        raise SystemExit(exc.exit_code) from None
+    except click.exceptions.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except (EOFError, KeyboardInterrupt, click.Abort):
+        click.echo(file=sys.stderr)
+        click.echo("Aborted!", err=True)
+        raise SystemExit(EXIT_INTERNAL) from None
+    raise SystemExit(EXIT_OK)
+
+
+def _complete(coro: Coroutine[Any, Any, Any]) -> None:
+    """Run a coroutine that never waits (click's parse and a loop-less answer) to its end, with no event loop."""
+    try:
+        coro.send(None)
+    except StopIteration:
+        return
+    coro.close()
+    raise RuntimeError("the command line waited with no event loop")

@@ -96,7 +96,7 @@ class Engine:
 
     def check_executable(self, cap: Capability) -> None:
         """Raise `Refused` unless `cap` can run as an execution."""
-        if cap.handler is None or cap.kind == "resource" or cap.stability in ("planned", "unsupported"):
+        if not cap.executable or cap.kind == "resource" or cap.stability in ("planned", "unsupported"):
             raise Refused(f"{cap.id} is not executable")
 
     def start(self, cap: Capability, params: msgspec.Struct, *, actor: Actor) -> Execution:

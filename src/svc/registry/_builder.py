@@ -12,7 +12,7 @@ Ids, routes, tool names and CLI words are given once, as the spec writes them::
         description="...",
         input=MilestoneFilter,
         output=PlanNextIssue,
-        handler=next_,
+        read=next_,
         examples=(Example(name="next"),),
         http="GET /api/v1/plan/next",
         tool="svc_plan_next",
@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Generic, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 import msgspec
 
@@ -44,6 +44,9 @@ from svc.registry._declaration import (
     Module,
     Stability,
 )
+
+if TYPE_CHECKING:
+    from svc.layer import Repository
 
 __all__ = ["Declarations", "one_of"]
 
@@ -103,14 +106,23 @@ class Declarations(Generic[CtxT]):
         self.source_path = "src/" + source.replace(".", "/") + ".py"
 
     def _capability(
-        self, local: str, handler: Callable[..., Awaitable[Any]], input: type[msgspec.Struct], output: Any, **facts: Any
+        self,
+        local: str,
+        handler: Callable[..., Awaitable[Any]] | None,
+        input: type[msgspec.Struct],
+        output: Any,
+        read: Callable[..., Any] | None = None,
+        **facts: Any,
     ) -> Capability:
+        if (handler is None) == (read is None):
+            raise ValueError(f"{self.module.id}.{local}: declare a handler or a read, exactly one")
         return Capability(
             id=f"{self.module.id}.{local}",
             module=self.module.id,
             input=input,
             output=output,
             handler=handler,
+            read=read,
             tags=facts.pop("tags") or (self.module.id,),
             source_path=self.source_path,
             **facts,
@@ -124,8 +136,9 @@ class Declarations(Generic[CtxT]):
         description: str,
         input: type[InT],
         output: type[OutT],
-        handler: Callable[[CtxT, InT], Awaitable[OutT]],
         examples: Sequence[Example],
+        handler: Callable[[CtxT, InT], Awaitable[OutT]] | None = None,
+        read: Callable[[Repository, InT], OutT] | None = None,
         http: str | None = None,
         tool: str | None = None,
         resource: McpResource | None = None,
@@ -140,13 +153,19 @@ class Declarations(Generic[CtxT]):
     ) -> Capability:
         """A query `<module>.<local>`: it reads, is served on GET, and may be cached.
 
+        It runs a `handler` ``(ctx, params)``, or, when it reads the checkout and nothing else, a `read`
+        ``(repository, params)`` (a plain function: the command line answers it with no event loop).
         `http` is the route as `"GET /api/v1/..."`, `cli` the command words as one string.
+
+        Raises:
+            ValueError: neither or both of `handler` and `read` are given.
         """
         return self._capability(
             local,
             handler,
             input,
             output,
+            read,
             title=title,
             description=description,
             examples=tuple(examples),

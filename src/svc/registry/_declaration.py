@@ -30,6 +30,7 @@ __all__ = [
     "McpResource",
     "Module",
     "NoInput",
+    "Reader",
     "Stability",
 ]
 
@@ -39,6 +40,8 @@ Effect = Literal["read", "process_state", "repository_mutation"]
 
 #: A handler as the registry stores it; `Declarations` checks each one against its Structs before erasing it.
 Handler = Callable[[Any, Any], Awaitable[Any]]
+#: A read as the registry stores it: a plain function ``(repository, params) -> output`` of the checkout alone.
+Reader = Callable[[Any, Any], Any]
 
 
 class NoInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -146,7 +149,9 @@ class Capability:
     """One declared capability.
 
     The handler is a plain async function ``(ctx, params) -> output``; `params` is an instance of `input`,
-    the result an instance of `output`. `source_path` is the repository-relative file that declares it.
+    the result an instance of `output`. A query that only reads the checkout declares a `read` instead, a plain
+    function ``(repository, params) -> output``: the executor runs it in a worker thread, and the command line
+    calls it directly, with no event loop. `source_path` is the repository-relative file that declares it.
     `cli_verdict` names a boolean field of the output: when the answer carries it false, the command line
     exits 10 (a report whose verdict is a failure, such as an invalid plan). `cli_remote` marks a
     capability whose state lives in the serving server (executions): its command asks that server.
@@ -160,6 +165,7 @@ class Capability:
     output: type[Any]
     handler: Handler | None
     examples: tuple[Example, ...]
+    read: Reader | None = None
     kind: Kind = "query"
     tags: tuple[str, ...] = ()
     stability: Stability = "implemented"
@@ -171,6 +177,11 @@ class Capability:
     cli_verdict: str | None = None
     cli_remote: bool = False
     source_path: str = ""
+
+    @property
+    def executable(self) -> bool:
+        """Whether there is something to run: a handler or a read."""
+        return self.handler is not None or self.read is not None
 
     @property
     def effect(self) -> Effect:

@@ -233,9 +233,11 @@ def _check_capability(cap: Capability, module_ids: set[str]) -> list[str]:
         if not set(preset.input) <= fields:
             say(f"{cap.id}: CLI preset {' '.join(preset.words)!r} sets fields the input does not have")
     if cap.kind == "resource":
-        if cap.handler is not None or http is not None or cli or (mcp is not None and mcp.tool):
+        if cap.executable or http is not None or cli or (mcp is not None and mcp.tool):
             say(f"{cap.id}: a resource has no handler, HTTP route, CLI command or tool")
-    elif cap.handler is None:
+    elif cap.handler is not None and cap.read is not None:
+        say(f"{cap.id}: a {cap.kind} has a handler or a read, not both")
+    elif not cap.executable:
         say(f"{cap.id}: a {cap.kind} needs a handler")
     if cap.cli_verdict is not None and cap.cli_verdict not in _output_fields(cap):
         say(f"{cap.id}: cli_verdict {cap.cli_verdict!r} is not a field of the output")

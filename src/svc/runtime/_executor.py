@@ -24,7 +24,7 @@ from svc.runtime._context import Actor, Context, Reporter
 from svc.runtime._runtime import Runtime
 from svc.runtime._supervisor import Supervisor
 
-__all__ = ["ComponentFactory", "Executor", "write_refusal"]
+__all__ = ["ComponentFactory", "Executor", "run_declared", "write_refusal"]
 
 #: Builds a component that needs the executor itself (the execution engine runs capabilities through it).
 ComponentFactory = Callable[["Executor"], object]
@@ -119,17 +119,27 @@ class Executor:
 
         Commands take their capability's lock. Exceptions propagate unchanged.
         """
-        handler = cap.handler
-        if handler is None:
-            raise Internal(f"{cap.id} is not executable")
         if cap.concurrency == "serial":
             async with self._locks.setdefault(cap.id, trio.Lock()):
-                return await handler(ctx, params)
-        return await handler(ctx, params)
+                return await run_declared(cap, params, ctx)
+        return await run_declared(cap, params, ctx)
 
     def context(self, actor: Actor, reporter: Reporter | None = None) -> Context:
         """A handler context for this runtime."""
         return Context(self.runtime, actor, reporter, components=self.components)
+
+
+async def run_declared(cap: Capability, params: msgspec.Struct, ctx: Context) -> Any:
+    """Run what `cap` declares in the current task: its handler, or its read in a worker thread.
+
+    Raises:
+        Internal: `cap` declares neither.
+    """
+    if cap.read is not None:
+        return await trio.to_thread.run_sync(cap.read, ctx.runtime.repository, params)
+    if cap.handler is None:
+        raise Internal(f"{cap.id} is not executable")
+    return await cap.handler(ctx, params)
 
 
 def write_refusal(cap: Capability) -> Forbidden:
