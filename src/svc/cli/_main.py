@@ -28,7 +28,7 @@ import msgspec
 from svc._errors import Internal, SvcError
 from svc._version import __version__
 from svc.cli._tree import CliDescription, CliEntry, describe_cli, load_description
-from svc.surfaces._cli_tree import VERSION_OPTION, CliParameter
+from svc.surfaces._cli_model import VERSION_OPTION, CliParameter
 from svc.surfaces._commands import (
     CommandsRefreshOptions,
     FollowOptions,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from svc.surfaces._cli_tree import CliParameter
+from svc.surfaces._cli_model import CliParameter
 
 if TYPE_CHECKING:
     from svc.registry import Registry

@@ -19,64 +19,25 @@ or more (`PATH...`), an optional one is an option given once per item.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import inspect as mi
 
 from svc.registry._binding import array_kinds, text_kinds
-from svc.registry._declaration import Capability
-from svc.registry._registry import Registry
+from svc.surfaces._cli_model import VERSION_OPTION, CliCommand, CliParameter, ParameterKind
 from svc.surfaces._commands import INFRASTRUCTURE, InfrastructureCommand, SvcOptions
 
+if TYPE_CHECKING:
+    from svc.registry._declaration import Capability
+    from svc.registry._registry import Registry
+
 __all__ = ["VERSION_OPTION", "CliCommand", "CliParameter", "cli_tree", "global_options", "resolve", "struct_parameters"]
-
-ParameterKind = Literal["integer", "number", "boolean", "text", "directory"]
-
-
-class CliParameter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One argument or option of a command.
-
-    `negatable` booleans are `--name/--no-name`; other booleans are switches, off unless given; a switch with
-    `sets` sets its field to that value. A `multiple` parameter takes one value per item of an array field
-    (a positional one takes one or more).
-    """
-
-    name: str
-    field: str | None = None
-    kind: ParameterKind = "text"
-    positional: bool = False
-    required: bool = False
-    negatable: bool = False
-    multiple: bool = False
-    sets: str | None = None
-    choices: list[str] | None = None
-    default: Any = None
-    metavar: str | None = None
-    help: str = ""
-
-
-class CliCommand(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A runnable command: its words, what it does, and the capability it runs (if any).
-
-    An infrastructure command names its options Struct in `options` and says more in `help`; its
-    `capability` is the one it projects onto the command line.
-    """
-
-    words: list[str]
-    summary: str
-    help: str = ""
-    capability: str | None = None
-    options: str | None = None
-    preset: dict[str, Any] | None = None
-    parameters: list[CliParameter] = msgspec.field(default_factory=list)
-
 
 _JSON = CliParameter(name="--json", kind="boolean", help="print the answer as JSON (the HTTP body's bytes)")
 _ALL = CliParameter(name="--all", kind="boolean", help="show every item instead of a summary (the readable view only)")
 #: Capabilities whose readable view summarises a large answer: their commands take the rendering option `--all`.
 _SUMMARISED = frozenset({"plan.model", "plan.validate", "plan.waves"})
-VERSION_OPTION = CliParameter(name="--version", kind="boolean", help="print the version and exit")
 
 
 def struct_parameters(
