@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import logging
 import os
 import stat
@@ -38,7 +39,6 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import msgspec
-import yaml
 
 from svc._version import __version__
 from svc.layer import Repository, ensure_local_state, load_yaml, read_repository_file, write_atomic
@@ -139,17 +139,26 @@ def key_of(st: os.stat_result) -> Key:
 
 @functools.cache
 def _code_stamp() -> tuple[object, ...]:
-    """What, besides svc's version, decides a parse: the parsing modules' files, PyYAML and msgspec."""
-    modules = (_load, _keys, _seal, _model, sys.modules[load_yaml.__module__])
-    stamps: list[object] = []
-    for module in modules:
-        try:
-            st = os.stat(module.__file__ or "")
-        except OSError:
-            stamps.append((module.__name__, None))
-            continue
-        stamps.append((module.__name__, st.st_size, st.st_mtime_ns))
-    return (*stamps, yaml.__version__, hasattr(yaml, "CSafeLoader"), msgspec.__version__)
+    """What, besides svc's version, decides a parse: the parsing modules' files, PyYAML's files and msgspec.
+
+    PyYAML is stamped by its installed files (its version is in `__init__.py`; its C loader is the `_yaml`
+    extension beside it) without importing it: a read whose every record is in the cache never does.
+    """
+    stamps: list[object] = [_file_stamp(m.__name__, m.__file__) for m in (_load, _keys, _seal, _model)]
+    stamps.append(_file_stamp(load_yaml.__module__, sys.modules[load_yaml.__module__].__file__))
+    spec = importlib.util.find_spec("yaml")
+    folder = Path(spec.origin).parent if spec is not None and spec.origin else None
+    pyyaml = sorted(p.name for p in folder.iterdir() if p.name.startswith(("__init__.", "_yaml."))) if folder else []
+    stamps.extend(_file_stamp(f"yaml/{name}", str(folder / name)) for name in pyyaml if folder is not None)
+    return (*stamps, msgspec.__version__)
+
+
+def _file_stamp(name: str, path: str | None) -> tuple[object, ...]:
+    try:
+        st = os.stat(path or "")
+    except OSError:
+        return (name, None)
+    return (name, st.st_size, st.st_mtime_ns)
 
 
 def token(base: str) -> bytes:
