@@ -11,6 +11,7 @@ paths answer 404 here.
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -64,6 +65,8 @@ PAGE_PREFIXES: tuple[str, ...] = tuple(
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 _JSON_HEADERS = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
 _error_encoder = msgspec.json.Encoder()
+#: How many distinct Host values `check_request` remembers the verdict of (a client sends the same one).
+_HOST_VERDICTS = 64
 
 
 class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,6 +111,12 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=_HOST_VERDICTS)
+def _loopback_host_value(value: bytes) -> bool:
+    """`loopback_host` of a raw Host header value, remembered: every request of a client repeats it."""
+    return loopback_host(value.decode("latin-1"))
+
+
 def check_request(scope: Scope) -> None:
     """Refuse what a loopback server must not answer: foreign Host (DNS rebinding), foreign Origin.
 
@@ -115,12 +124,21 @@ def check_request(scope: Scope) -> None:
         Forbidden: the Host is not loopback, or a non-GET request or WebSocket upgrade carries an Origin
             other than `http://<Host>`.
     """
-    host = _header(scope, b"host")
-    if not loopback_host(host):
+    raw_host: bytes | None = None
+    raw_origin: bytes | None = None
+    for key, value in scope.get("headers", ()):
+        if key == b"host":
+            if raw_host is None:
+                raw_host = bytes(value)
+        elif key == b"origin" and raw_origin is None:
+            raw_origin = bytes(value)
+    if raw_host is None or not _loopback_host_value(raw_host):
+        host = None if raw_host is None else raw_host.decode("latin-1")
         raise Forbidden(f"Host {host!r} is not a loopback name; this server answers 127.0.0.1 and localhost only")
-    if scope["type"] == "websocket" or scope.get("method") != "GET":
-        origin = _header(scope, b"origin")
-        if origin is not None and origin != f"http://{host}":
+    if raw_origin is not None and (scope["type"] == "websocket" or scope.get("method") != "GET"):
+        host = raw_host.decode("latin-1")
+        origin = raw_origin.decode("latin-1")
+        if origin != f"http://{host}":
             raise Forbidden(f"Origin {origin!r} is not this server (http://{host})")
 
 
@@ -136,7 +154,7 @@ async def send_bytes(send: Send, status: int, headers: list[tuple[bytes, bytes]]
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [*headers, (b"content-length", str(len(body)).encode())],
+            "headers": [*headers, (b"content-length", b"%d" % len(body))],
         }
     )
     await send({"type": "http.response.body", "body": body})
@@ -173,6 +191,10 @@ class Exchange:
     that is sending. Unshielded, that cancellation skipped the close and the timer, and the page routes held
     their connections open forever. The send itself is no longer than before: hypercorn already writes to
     the socket shielded.
+
+    `send_direct` is the same send without the shield, for the capability routes `SvcApp` answers itself:
+    nothing cancels their task while it sends (a cancellable capability's disconnect watch has ended by
+    then), and a shield scope per message is a measurable part of what such a request costs.
     """
 
     def __init__(self, scope: Scope, receive: Receive, send: Send, limits: HttpLimits) -> None:
@@ -218,6 +240,12 @@ class Exchange:
         with trio.CancelScope(shield=True):
             await self._send(message)
 
+    async def send_direct(self, message: Message) -> None:
+        """Send an ASGI message unshielded: for an app that no framework cancels while it sends (see the class)."""
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
+
     async def refuse(self, exc: SvcError) -> None:
         """Answer `exc` as an ErrorBody, unless a response has begun (the connection then closes unfinished)."""
         if self.started:
@@ -250,7 +278,7 @@ class SvcApp:
             return
         exchange = Exchange(scope, receive, send, self.limits)
         try:
-            await self._dispatch(scope, exchange.receive, exchange.send)
+            await self._dispatch(scope, exchange.receive, exchange.send, exchange.send_direct)
         except* SvcError as group:
             await exchange.refuse(_first(group))
         except* Exception as group:
@@ -259,7 +287,8 @@ class SvcApp:
             _log.error("%s %s failed (correlation id %s)", scope["method"], scope["path"], correlation, exc_info=group)
             await exchange.refuse(Internal(f"internal error (correlation id {correlation})"))
 
-    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send, direct: Send | None = None) -> None:
+        """Check a request and route it; `direct` is the unshielded send the capability routes answer through."""
         kind = scope["type"]
         if kind == "lifespan":
             await self.pages(scope, receive, send)
@@ -278,7 +307,7 @@ class SvcApp:
                 await app(scope, receive, send)
                 return
         if kind == "http" and path.startswith(API_PREFIX):
-            await self._capability(scope, receive, send, path)
+            await self._capability(scope, receive, direct or send, path)
         elif path in PAGE_PATHS or path.startswith(PAGE_PREFIXES):
             await self.pages(scope, receive, send)
         elif kind == "websocket":
