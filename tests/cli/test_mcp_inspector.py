@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 import trio
 
+from svc.capabilities import builtin_registry
+from svc.surfaces import mcp_catalog
+from svc.surfaces._mcp_catalog import tool_set
 from tests.cli._mcp_procs import SERVING, SVC, raw_mcp
 from tests.conftest import ROOT
 
@@ -89,6 +92,23 @@ async def test_the_inspector_lists_and_calls_tools_over_stdio(
         lambda: inspect(inspector_dir, catalog, *command, "--method", "resources/read", "--uri", "svc://milestone/mcp")
     )
     assert read["contents"][0]["text"].startswith("id: mcp\n")
+
+
+async def test_the_inspector_lists_exactly_the_core_set_when_svc_mcp_tools_core_serves(
+    inspector_dir: Path, checkout: Path, tmp_path: Path
+) -> None:
+    command = [str(SVC), "--repo", str(checkout), "mcp", "--port", "0", "--tools", "core"]
+    catalog = tmp_path / "catalog.json"
+    listed = await trio.to_thread.run_sync(
+        lambda: inspect(inspector_dir, catalog, *command, "--method", "tools/list", "--strict")
+    )
+    core = tool_set(mcp_catalog(builtin_registry()), "core")
+    assert [tool["name"] for tool in listed["tools"]] == list(core.tools)
+    assert {"svc_plan_next", "svc_mesh_claim", "svc_mesh_release", "svc_health", "svc_capabilities"} <= core.names
+    called = await trio.to_thread.run_sync(
+        lambda: inspect(inspector_dir, catalog, *command, "--method", "tools/call", "--tool-name", "svc_health")
+    )
+    assert called.get("isError", False) is False
 
 
 async def test_the_inspector_lists_and_calls_tools_over_http(

@@ -34,6 +34,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from svc._errors import Internal, SvcError
 from svc.runtime import Actor, Executor, McpAttachments
 from svc.surfaces import OBJECT_TEMPLATE, SERVER_NAME, SERVER_TITLE, ToolSpec, mcp_catalog
+from svc.surfaces._mcp_catalog import ALL_TOOLS, ToolSet
 
 if TYPE_CHECKING:
     from svc.layer import LayerObject, ObjectIndex
@@ -265,6 +266,52 @@ class LocalBackend:
         return "\n".join(lines)
 
 
+class _ToolSetBackend:
+    """A backend seen through a tool set: only the set's tools are listed and callable; resources pass."""
+
+    def __init__(self, inner: Backend, tools: ToolSet) -> None:
+        self.inner = inner
+        self.tools = tools
+        self.names = tools.names
+
+    async def list_tools(self) -> types.ListToolsResult:
+        """The inner backend's tools that are in the set, in its order."""
+        listed = await self.inner.list_tools()
+        return listed.model_copy(update={"tools": [t for t in listed.tools if t.name in self.names]})
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, actor: Actor) -> types.CallToolResult:
+        """Call a tool of the set; any other name is an unknown tool.
+
+        Raises:
+            MCPError: -32602 for a tool outside the set (or unknown), else whatever the inner backend raises.
+        """
+        if name not in self.names:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown tool {name!r}: this session serves the tool set {self.tools.set!r}; "
+                "tools/list names every tool of it",
+            )
+        return await self.inner.call_tool(name, arguments, actor=actor)
+
+    async def list_resources(self) -> types.ListResourcesResult:
+        """Every resource: a tool set leaves resources alone."""
+        return await self.inner.list_resources()
+
+    async def read_resource(self, uri: str, *, actor: Actor) -> types.ReadResourceResult:
+        """Read on the inner backend."""
+        return await self.inner.read_resource(uri, actor=actor)
+
+    async def instructions(self, peer: str | None) -> str:
+        """The inner backend's instructions, and the line naming the set this session serves."""
+        tools = self.tools
+        line = (
+            f"This session serves the tool set {tools.set!r} (svc mcp --tools {tools.set}): "
+            f"{len(tools.tools)} tools, about {tools.tokens} tokens of tool listing; every resource is served."
+        )
+        inner = await self.inner.instructions(peer)
+        return f"{inner}\n{line}" if inner else line
+
+
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
     """The connection of a request.
 
@@ -349,6 +396,7 @@ def build_server(
     peer: str | None = None,
     attachments: McpAttachments | None = None,
     version: str,
+    tools: ToolSet | None = None,
 ) -> Server[Any]:
     """A low-level SDK `Server` for one transport.
 
@@ -358,7 +406,11 @@ def build_server(
         peer: the peer id of every request (stdio); None mints one per HTTP session at `initialize`.
         attachments: counts the HTTP sessions attached now (stdio sessions are counted by their runner).
         version: the executable's version, reported as `serverInfo.version`.
+        tools: the tool set served (`svc mcp --tools`): only its tools are listed and callable, whichever
+            backend answers; None or `all` serves every tool.
     """
+    if tools is not None and tools.set != ALL_TOOLS:
+        backend = _ToolSetBackend(backend, tools)
     sessions = _Sessions(backend, transport, peer, attachments)
 
     def actor(ctx: ServerRequestContext[Any, Any]) -> Actor:

@@ -1,7 +1,8 @@
 """`mcp.projection`: what the MCP server serves, who is attached, and how this repository's clients reach it.
 
-Pure: it reads the registry's MCP catalog, the object index, the attached-session counts of this process and
-a few client configuration files of the repository. It imports no MCP library.
+Pure: it reads the registry's MCP catalog, the object index, the attached-session counts of this process, the
+tool set its `svc mcp` stdio session serves and a few client configuration files of the repository. It imports
+no MCP library.
 """
 
 from __future__ import annotations
@@ -16,11 +17,21 @@ import msgspec
 import trio
 from msgspec import Meta
 
+from svc._errors import InvalidInput
 from svc._version import __version__
 from svc.layer import read_repository_file
 from svc.registry import Declarations, Example, Hints, McpResource, Module
 from svc.runtime import Context, Runtime
 from svc.surfaces import OBJECT_TEMPLATE, PROTOCOL_VERSIONS, SERVED_METHODS, SERVER_NAME, SERVER_TITLE, mcp_catalog
+from svc.surfaces._mcp_catalog import (
+    ALL_TOOLS,
+    CORE_TOOL_SET,
+    SERVED_TOOL_SET,
+    McpCatalog,
+    ToolSet,
+    UnknownToolSet,
+    tool_set,
+)
 
 __all__ = ["CLIENTS", "LAUNCHER", "LAUNCHER_PATH", "client_entry", "client_standing"]
 
@@ -84,6 +95,15 @@ class ProjectionInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     """Filter of `mcp.projection`."""
 
     effect: Annotated[Effect | None, Meta(description="keep only the tools of this effect")] = None
+    tools: Annotated[
+        str | None,
+        Meta(
+            description=(
+                "a tool set (all, core, or a comma list of module ids and tool names): sized in `tool_sets` "
+                "beside all and core, and passed as `--tools SET` by the client entries the findings offer"
+            )
+        ),
+    ] = None
 
 
 class McpServerIdentity(msgspec.Struct, frozen=True, kw_only=True):
@@ -121,6 +141,29 @@ class McpToolEntry(msgspec.Struct, frozen=True, kw_only=True):
     title: str
     effect: Effect
     hints: Hints
+
+
+_TOKENS = (
+    "estimated tokens of the tools/list answer holding these tools: the UTF-8 bytes of the compact JSON array of "
+    "the tools as listed, divided by 4 and rounded up"
+)
+
+
+class McpToolSetServed(msgspec.Struct, frozen=True, kw_only=True):
+    """The tool set the answering process's `svc mcp` stdio session serves (`svc mcp --tools`)."""
+
+    set: Annotated[str, Meta(description="all, core, or the comma list of module ids and tool names given")]
+    tools: Annotated[list[str], Meta(description="the tool names of the set, in registry order")]
+    tool_count: int
+    tokens: Annotated[int, Meta(description=_TOKENS)]
+
+
+class McpToolSetSize(msgspec.Struct, frozen=True, kw_only=True):
+    """How large the tool listing of one tool set is."""
+
+    set: str
+    tool_count: int
+    tokens: Annotated[int, Meta(description=_TOKENS)]
 
 
 class McpEffectCount(msgspec.Struct, frozen=True, kw_only=True):
@@ -164,6 +207,19 @@ class McpProjection(msgspec.Struct, frozen=True, kw_only=True):
     serving: McpServing
     tool_count: int
     tools: list[McpToolEntry]
+    tool_set: Annotated[
+        McpToolSetServed,
+        Meta(
+            description=(
+                "the tool set the stdio session of the answering process serves: `all` unless it is an "
+                "`svc mcp --tools SET` (`/mcp` serves every tool; a bridging `svc mcp` applies its own set)"
+            )
+        ),
+    ]
+    tool_sets: Annotated[
+        list[McpToolSetSize],
+        Meta(description="the sizes of `all`, `core` and the set named by the `tools` input, in that order"),
+    ]
     effects: list[McpEffectCount]
     writers: list[str]
     resources: McpResourceSummary
@@ -211,16 +267,23 @@ def client_standing(runtime: Runtime, client: ClientKind) -> Standing:
     return "foreign"
 
 
-def client_entry(client: ClientKind) -> str:
-    """The exact entry that wires `client` to the launcher, as it is written in its file."""
+def client_entry(client: ClientKind, tools: str | None = None) -> str:
+    """The exact entry that wires `client` to the launcher, as it is written in its file.
+
+    With `tools`, a tool set other than `all`, the entry passes the launcher `--tools SET` in its `args`.
+    """
+    args = ["--tools", tools] if tools is not None and tools != ALL_TOOLS else []
     if client.format == "toml":
-        return f'[mcp_servers.svc]\ncommand = "{LAUNCHER_PATH}"\n'
-    if client.servers_key == "servers":
-        return json.dumps({"servers": {"svc": {"type": "stdio", "command": LAUNCHER_PATH}}}, indent=2) + "\n"
-    return json.dumps({"mcpServers": {"svc": {"command": LAUNCHER_PATH}}}, indent=2) + "\n"
+        line = f"args = {json.dumps(args)}\n" if args else ""
+        return f'[mcp_servers.svc]\ncommand = "{LAUNCHER_PATH}"\n{line}'
+    entry: dict[str, Any] = {"type": "stdio"} if client.servers_key == "servers" else {}
+    entry["command"] = LAUNCHER_PATH
+    if args:
+        entry["args"] = args
+    return json.dumps({client.servers_key: {"svc": entry}}, indent=2) + "\n"
 
 
-def _findings(launcher: bool, clients: list[McpClient]) -> list[McpFinding]:
+def _findings(launcher: bool, clients: list[McpClient], tools: str | None = None) -> list[McpFinding]:
     out: list[McpFinding] = []
     if not launcher:
         out.append(
@@ -237,8 +300,8 @@ def _findings(launcher: bool, clients: list[McpClient]) -> list[McpFinding]:
             McpFinding(
                 code="mcp_no_client_configured",
                 message="no MCP client configuration of this repository starts svc",
-                remedy=f"create {first.config} with this content:\n{client_entry(first)}"
-                + "".join(f"or {k.config} with:\n{client_entry(k)}" for k in CLIENTS[1:]),
+                remedy=f"create {first.config} with this content:\n{client_entry(first, tools)}"
+                + "".join(f"or {k.config} with:\n{client_entry(k, tools)}" for k in CLIENTS[1:]),
             )
         )
     kinds = {k.id: k for k in CLIENTS}
@@ -250,7 +313,7 @@ def _findings(launcher: bool, clients: list[McpClient]) -> list[McpFinding]:
                     code="mcp_client_config_foreign",
                     message=f"{client.config} ({client.title}) exists but none of its servers starts svc",
                     remedy=f"add this entry to {client.config} (merge it with the servers already there):\n"
-                    + client_entry(kind),
+                    + client_entry(kind, tools),
                 )
             )
     return out
@@ -265,10 +328,47 @@ def _standings(runtime: Runtime) -> tuple[bool, list[McpClient]]:
     return launcher, clients
 
 
+def _asked(catalog: McpCatalog, spec: str | None) -> ToolSet | None:
+    """The tool set the `tools` input names, if any.
+
+    Raises:
+        InvalidInput: it names something that is neither a module with tools nor a tool.
+    """
+    if spec is None:
+        return None
+    try:
+        return tool_set(catalog, spec)
+    except UnknownToolSet as exc:
+        raise InvalidInput(f"tools: {exc}") from None
+
+
+def _size(tools: ToolSet) -> McpToolSetSize:
+    return McpToolSetSize(set=tools.set, tool_count=len(tools.tools), tokens=tools.tokens)
+
+
+def _tool_sets(catalog: McpCatalog, asked: ToolSet | None) -> tuple[McpToolSetServed, list[McpToolSetSize]]:
+    """The set this process's stdio session serves, and the sizes of `all`, `core` and the set asked for."""
+    everything = tool_set(catalog, ALL_TOOLS)
+    served = SERVED_TOOL_SET.get() or everything
+    sizes = [_size(everything), _size(tool_set(catalog, CORE_TOOL_SET))]
+    if asked is not None and asked.set not in (ALL_TOOLS, CORE_TOOL_SET):
+        sizes.append(_size(asked))
+    entry = McpToolSetServed(
+        set=served.set, tools=list(served.tools), tool_count=len(served.tools), tokens=served.tokens
+    )
+    return entry, sizes
+
+
 async def projection(ctx: Context, params: ProjectionInput) -> McpProjection:
-    """The MCP projection of this process's registry, sessions and repository."""
+    """The MCP projection of this process's registry, sessions and repository.
+
+    Raises:
+        InvalidInput: the `tools` input names something that is neither a module with tools nor a tool.
+    """
     runtime = ctx.runtime
     catalog = mcp_catalog(runtime.registry)
+    asked = _asked(catalog, params.tools)
+    served, sizes = _tool_sets(catalog, asked)
     objects = await runtime.objects_async()
     attached = runtime.mcp
     launcher, clients = await trio.to_thread.run_sync(_standings, runtime)
@@ -290,6 +390,8 @@ async def projection(ctx: Context, params: ProjectionInput) -> McpProjection:
             for t in catalog.tools
             if params.effect is None or t.effect == params.effect
         ],
+        tool_set=served,
+        tool_sets=sizes,
         effects=[
             McpEffectCount(effect=e, tools=n) for e in _EFFECTS if (n := sum(1 for t in catalog.tools if t.effect == e))
         ],
@@ -297,7 +399,7 @@ async def projection(ctx: Context, params: ProjectionInput) -> McpProjection:
         resources=McpResourceSummary(builtin=len(catalog.resources), objects=len(objects), template=OBJECT_TEMPLATE),
         launcher_in_repository=launcher,
         clients=clients,
-        findings=_findings(launcher, clients),
+        findings=_findings(launcher, clients, asked.set if asked is not None else None),
     )
 
 
@@ -311,8 +413,10 @@ CAPABILITIES = (
             "What the MCP server serves and to whom: server identity, accepted protocol versions (newest "
             "first), transports with the sessions attached now, the served methods, every tool with its "
             "effect and hints (filtered by `effect`), the tools that write the repository, the resources, "
-            "whether the repository ships bin/svc-mcp, the standing of each MCP client's configuration, and "
-            "findings with the exact change that resolves each."
+            "the tool set the answering process's `svc mcp` stdio session serves and the sizes in tokens (an "
+            "estimate) of `all`, `core` and the set named by `tools`, whether the repository ships "
+            "bin/svc-mcp, the standing of each MCP client's configuration, and findings with the exact change "
+            "that resolves each (a client entry passes `--tools SET` when `tools` names a set)."
         ),
         input=ProjectionInput,
         output=McpProjection,
@@ -320,6 +424,7 @@ CAPABILITIES = (
         examples=(
             Example(name="all", input={}, description="every tool"),
             Example(name="writers", input={"effect": "repository_mutation"}, description="the repository writers"),
+            Example(name="core", input={"tools": "core"}, description="the core tool set, sized beside all"),
         ),
         http="GET /api/v1/mcp",
         tool="svc_mcp",

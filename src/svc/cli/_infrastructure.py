@@ -66,6 +66,13 @@ async def on_mcp(ctx: click.Context, options: McpOptions) -> None:
     from svc.cli._exit import arm
 
     arm()
+    from svc.surfaces import mcp_catalog
+    from svc.surfaces._mcp_catalog import UnknownToolSet, tool_set
+
+    try:
+        tools = tool_set(mcp_catalog(_builtin_registry()), options.tools)
+    except UnknownToolSet as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param_hint="'--tools'") from None
     repo = _repository(ctx)
     if options.inspect:
         import httpx
@@ -79,7 +86,7 @@ async def on_mcp(ctx: click.Context, options: McpOptions) -> None:
     from svc.host import run_mcp
 
     try:
-        await run_mcp(repo, port=options.port, standalone=options.standalone)
+        await run_mcp(repo, port=options.port, standalone=options.standalone, tools=tools)
     except SvcError as exc:
         _fail(exc)
     except OSError as exc:

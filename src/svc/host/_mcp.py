@@ -59,6 +59,7 @@ from svc.layer import (
 )
 from svc.runtime import Actor, Executor, McpAttachments, utc_now
 from svc.surfaces import mcp_catalog
+from svc.surfaces._mcp_catalog import ALL_TOOLS, SERVED_TOOL_SET, ToolSet
 
 __all__ = ["Decision", "Host", "Relay", "decide", "elect", "older", "run_mcp"]
 
@@ -363,17 +364,24 @@ class Host:
         await self._http.aclose()
 
 
-async def run_mcp(repo: Repository, *, port: int, standalone: bool) -> None:
+async def run_mcp(repo: Repository, *, port: int, standalone: bool, tools: ToolSet | None = None) -> None:
     """Serve one MCP session on this process's stdin and stdout (see the module docstring).
+
+    `tools` is the tool set of the stdio session (`svc mcp --tools`), applied whether this process serves
+    the checkout or bridges to the process that does; `mcp.projection` answered by this process reports it.
+    `/mcp` serves every tool: each bridge applies its own session's set.
 
     Raises:
         Unavailable: no decision could be reached (a lease holder kept binding past the deadlines).
         OSError: no port could be bound.
     """
+    served = SERVED_TOOL_SET.set(tools)
     try:
-        await _run_mcp(repo, port=port, standalone=standalone)
+        await _run_mcp(repo, port=port, standalone=standalone, tools=tools)
     except BaseExceptionGroup as group:
         raise _single(group) from None
+    finally:
+        SERVED_TOOL_SET.reset(served)
 
 
 def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -391,8 +399,15 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return leaves[0] if len(leaves) == 1 else group
 
 
-async def _run_mcp(repo: Repository, *, port: int, standalone: bool) -> None:
+async def _run_mcp(repo: Repository, *, port: int, standalone: bool, tools: ToolSet | None) -> None:
     timings = server_timings(repo)
+    if tools is not None and tools.set != ALL_TOOLS:
+        _log.info(
+            "svc: this stdio session serves the tool set %s: %d tools, about %d tokens of tool listing",
+            tools.set,
+            len(tools.tools),
+            tools.tokens,
+        )
     stop = trio.Event()
     with claim_stdio() as (wire_in, wire_out):
         reader, writer = trio.lowlevel.FdStream(wire_in), trio.lowlevel.FdStream(wire_out)
@@ -409,7 +424,7 @@ async def _run_mcp(repo: Repository, *, port: int, standalone: bool) -> None:
                 with trio.CancelScope() as session:
                     nursery.start_soon(_cancel_when, stop, session)
                     backend = await host.start(standalone=standalone)
-                    server = build_server(backend, transport="stdio", peer=host.peer, version=__version__)
+                    server = build_server(backend, transport="stdio", peer=host.peer, version=__version__, tools=tools)
                     try:
                         await serve_stdio(server, reader, writer)
                     finally:

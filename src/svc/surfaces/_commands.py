@@ -70,6 +70,16 @@ class McpOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         bool,
         Meta(description="print what this invocation would do (serve, bridge, wait, take over) and why, then exit"),
     ] = False
+    tools: Annotated[
+        str,
+        Meta(
+            description=(
+                "the tools this stdio session lists and may call: all, core (the plan, mesh claim and release, "
+                "health, capabilities), or a comma list of module ids and tool names"
+            ),
+            extra={"metavar": "SET"},
+        ),
+    ] = "all"
 
 
 class RepairLedgerOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
