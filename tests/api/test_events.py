@@ -209,7 +209,11 @@ async def published(x: Execution, sequence: int) -> None:
 @pytest.mark.parametrize(
     ("query", "status", "code", "fragment"),
     [
-        ("topic=x", 400, "invalid_input", "unknown parameter 'topic'"),
+        ("channel=x", 400, "invalid_input", "unknown parameter 'channel'"),
+        ("topic=x", 400, "invalid_input", "unknown topic 'x'"),
+        ("plan_after=3", 400, "invalid_input", "'plan_after' needs 'topic=plan'"),
+        ("topic=plan&plan_after=1&plan_after=2", 400, "invalid_input", "more than once"),
+        ("topic=mesh&mesh_after=-1", 400, "invalid_input", "mesh_after"),
         ("execution=../../etc/passwd", 400, "invalid_input", "not an execution id"),
         ("execution=X-20261121T120000Z-0123abcd", 400, "invalid_input", "not an execution id"),
         ("after=3", 400, "invalid_input", "exactly one 'execution'"),

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, WebSocket
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from svc.layer import dump_yaml, load_yaml
 from tests.browser._serve import Served
 from tests.browser._site import cockpit_link, start_demonstration
 from tests.browser._watch import PageWatch
@@ -136,4 +137,45 @@ def test_a_plan_transition_made_with_the_cli_shows_on_the_open_board_without_a_r
     assert page.locator(f'[data-plan-status="READY"] {card}').count() == 0
     assert still_marked(page), "the page was reloaded"
     assert page.locator("main").get_attribute("data-svc-version") != version
+    watch.assert_clean(page.url)
+
+
+def test_a_hand_edit_of_an_issue_shows_on_the_open_board_at_once_without_the_poll(
+    page: Page, served: Served, api: httpx.Client
+) -> None:
+    ready = api.get("/api/v1/plan/issues", params={"status": "READY"}).json()["issues"]
+    assert len(ready) >= 2, ready
+    issue, blocker = ready[0]["id"], ready[1]["id"]
+    # No timer of the page ever fires, so the two-second poll never asks: only `/events` can refresh it.
+    page.add_init_script("window.setInterval = function () { return 0; };")
+    sockets: list[WebSocket] = []
+    frames: list[str] = []
+
+    def opened(ws: WebSocket) -> None:
+        if "topic=plan" in ws.url:
+            sockets.append(ws)
+            ws.on("framereceived", lambda payload: frames.append(str(payload)))
+
+    page.on("websocket", opened)
+    watch = PageWatch.attach(page, served.url)
+    page.goto("/cockpit/plan")
+    card = f'[data-plan-issue="{issue}"]'
+    assert page.locator(f'[data-plan-status="READY"] {card}').count() == 1
+    assert page.locator("main").get_attribute("data-svc-topics") == "plan"
+    version = page.locator("main").get_attribute("data-svc-version")
+    mark(page)
+    if not any('"stream.ready"' in frame for frame in frames):  # events reach the listeners inside Playwright calls
+        if not sockets:
+            page.wait_for_event("websocket", predicate=lambda ws: "topic=plan" in ws.url, timeout=LIVE_MS)
+        sockets[0].wait_for_event("framereceived", predicate=lambda p: '"stream.ready"' in str(p), timeout=LIVE_MS)
+    record = served.root / ".ai/repo/project/issues" / f"{issue}.yaml"
+    fields = load_yaml(record.read_text(encoding="utf-8"))
+    fields["depends_on"] = [*fields.get("depends_on", []), blocker]
+    record.write_text(dump_yaml(fields), encoding="utf-8")
+    page.locator(f'[data-plan-status="READY"] {card}').wait_for(state="detached", timeout=LIVE_MS)
+    assert any('"plan.changed"' in frame and issue in frame for frame in frames), frames
+    assert still_marked(page), "the page was reloaded"
+    assert page.locator("main").get_attribute("data-svc-version") != version
+    answered = api.get("/api/v1/plan/record", params={"id": issue}).json()
+    assert answered["derived"]["status"] == "BLOCKED", answered
     watch.assert_clean(page.url)

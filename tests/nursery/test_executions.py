@@ -185,7 +185,13 @@ async def test_events_marks_pages_that_miss_dropped_events_as_truncated(make_eng
 async def test_protocol_reports_the_channel_the_schemas_and_the_bounds(probe_executor: Executor) -> None:
     answer = await call(probe_executor, "executions.protocol")
     assert (answer["protocol_version"], answer["websocket"]) == ("1", "/events")
-    assert [(p["name"], p["required"]) for p in answer["subscription"]] == [("execution", False), ("after", False)]
+    assert [(p["name"], p["required"]) for p in answer["subscription"]] == [
+        ("execution", False),
+        ("after", False),
+        ("topic", False),
+        ("plan_after", False),
+        ("mesh_after", False),
+    ]
     assert (answer["heartbeat_seconds"], answer["max_connections"], answer["max_replay"]) == (20, 64, 1000)
     assert answer["limits"] == {
         "max_executions": 200,
@@ -195,17 +201,23 @@ async def test_protocol_reports_the_channel_the_schemas_and_the_bounds(probe_exe
         "max_subscriber_queue": 512,
     }
     assert len(answer["event_types"]) == 12
-    assert len(answer["stream_types"]) == 3
+    assert len(answer["stream_types"]) == 5
     assert answer["event_types"] == list(EVENT_TYPES)
-    assert answer["stream_types"] == list(STREAM_TYPES)
+    assert answer["stream_types"] == [*STREAM_TYPES, "plan.changed", "mesh.changed"]
     assert answer["event_schema"] == event_schema()
-    assert answer["stream_schema"] == stream_schema()
+    assert answer["stream_schema"]["$defs"]["StreamLagged"] == stream_schema()["$defs"]["StreamLagged"]
     for types, schema in (
         (answer["event_types"], answer["event_schema"]),
         (answer["stream_types"], answer["stream_schema"]),
     ):
         assert sorted(union_types(schema)) == sorted(types)
-    assert set(answer["stream_types"]) == {"stream.ready", "stream.lagged", "stream.closing"}
+    assert set(answer["stream_types"]) == {
+        "stream.ready",
+        "stream.lagged",
+        "stream.closing",
+        "plan.changed",
+        "mesh.changed",
+    }
 
 
 def union_types(schema: dict[str, Any]) -> list[str]:

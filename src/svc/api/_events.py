@@ -1,6 +1,8 @@
-"""`/events`: the live channel of executions, a WebSocket on the same server.
+"""`/events`: the live channel of executions, and of the `plan` and `mesh` topics, a WebSocket on the same server.
 
-The subscription is the URL: `execution=<id>` (repeatable) and `after=<seq>` (with exactly one execution).
+The subscription is the URL: `execution=<id>` (repeatable) and `after=<seq>` (with exactly one execution);
+`topic=executions|plan|mesh` (repeatable; without it the channel follows executions alone, as it always did) and
+`plan_after=<seq>` / `mesh_after=<seq>`, a topic's replay cursor (`svc.api._topics`).
 Refusals come before the handshake, as ErrorBody responses. The server never reads client data frames; it
 only watches for the close. Each connection has its own bounded queue in the store, so a slow client never
 slows the others or the execution: it is told `stream.lagged` instead.
@@ -18,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Literal, Protocol
 from urllib.parse import parse_qsl
 
 import msgspec
@@ -39,32 +41,40 @@ from wsproto.utilities import RemoteProtocolError
 
 from svc._errors import InvalidInput, MethodNotAllowed, NotFound, SvcError, Unavailable
 from svc.api._http import Receive, Scope, Send, check_request, error_response, send_error
+from svc.api._topics import Topics
 from svc.nursery import (
     PROTOCOL_VERSION,
     ClosingData,
     Engine,
-    ReadyData,
     StreamClosing,
-    StreamReady,
     check_execution_id,
 )
+from svc.nursery._topics import TOPICS, StreamReadyTopics, TopicReady, TopicsReadyData
 from svc.registry import ErrorBody, ErrorDetail
 
 __all__ = ["EventsChannel", "Subscription", "run_channel"]
 
 _log = logging.getLogger("svc.events")
 _encoder = msgspec.json.Encoder()
-_KEYS = frozenset({"execution", "after"})
+_KEYS = frozenset({"execution", "after", "topic", "plan_after", "mesh_after"})
+_CURSORS = {"plan_after": "plan", "mesh_after": "mesh"}
 #: How long a closing connection waits for the client's close frame before it drops the socket.
 CLOSE_SECONDS = 1.0
 MAX_RECV = 2**16
 
 
 class Subscription(msgspec.Struct, frozen=True):
-    """What a connection follows: every execution (None) or those ids, and the replay cursor."""
+    """What a connection follows: every execution (None) or those ids, and the replay cursor.
+
+    `topics` are the topics asked for besides executions (`plan`, `mesh`), `cursors` their replay cursors;
+    `follows_executions` is false when `topic=` was given without `executions` and without an execution id.
+    """
 
     executions: frozenset[str] | None
     after: int
+    topics: frozenset[str] = frozenset()
+    cursors: dict[str, int] = {}
+    follows_executions: bool = True
 
 
 class Transport(Protocol):
@@ -80,24 +90,59 @@ class Transport(Protocol):
         """Send the close frame."""
 
 
-async def run_channel(engine: Engine, subscription: Subscription, transport: Transport) -> None:
+async def run_channel(
+    engine: Engine, subscription: Subscription, transport: Transport, topics: Topics | None = None
+) -> None:
     """Serve one connection: `stream.ready`, the replay, then live frames until closing.
 
-    Subscribing and taking the replay happen in one step (the store's), and every later frame comes from
-    the subscriber's own queue: no gap and no duplicate between history and live.
+    Subscribing and taking the replay happen in one step (the store's and each topic log's), and every later
+    frame comes from the subscriber's own queue: no gap and no duplicate between history and live. A topic's
+    view to diff against is in place before that step (`prepare`), so every change after `stream.ready` is sent.
     """
-    subscriber, replay, truncated = engine.store.subscribe(subscription.executions, subscription.after)
+    asked = [t for t in TOPICS if t in subscription.topics and t != "executions"]
+    if asked and topics is None:
+        raise Unavailable("this channel serves no topic but executions")
+    if topics is not None and "plan" in asked:
+        await topics.plan.prepare()
+    if topics is not None and "mesh" in asked:
+        topics.mesh.prepare()
+    followed = subscription.executions if subscription.follows_executions else frozenset[str]()
+    subscriber, replay, truncated = engine.store.subscribe(followed, subscription.after)
     heartbeat = engine.limits.heartbeat_seconds
+    joined = False
     try:
-        ready = ReadyData(
+        ready_topics: list[TopicReady] = []
+        executions_replayed = len(replay)
+        for topic in asked:
+            assert topics is not None
+            log = topics.log(topic)
+            frames, cut = log.subscribe(subscriber, subscription.cursors.get(topic), engine.limits.max_replay)
+            active = topic != "mesh" or topics.mesh.cooperation() is not None
+            ready_topics.append(
+                TopicReady(
+                    topic=topic, last_sequence=log.last_sequence, replayed=len(frames), truncated=cut, active=active
+                )
+            )
+            replay += frames
+        if topics is not None and "plan" in asked:
+            topics.plan.joined()
+            joined = True
+        if engine.stopping:
+            subscriber.close("server shutdown")
+        if not subscription.follows_executions:
+            scope: Literal["all", "executions", "none"] = "none"
+        else:
+            scope = "all" if subscription.executions is None else "executions"
+        ready = TopicsReadyData(
             protocol_version=PROTOCOL_VERSION,
-            scope="all" if subscription.executions is None else "executions",
-            replayed=len(replay),
+            scope=scope,
+            replayed=executions_replayed,
             truncated=truncated,
             heartbeat_seconds=heartbeat,
             executions=sorted(subscription.executions) if subscription.executions else None,
+            topics=ready_topics or None,
         )
-        await transport.send([_encoder.encode(StreamReady(data=ready)).decode(), *replay])
+        await transport.send([_encoder.encode(StreamReadyTopics(data=ready)).decode(), *replay])
         while True:
             with trio.move_on_after(heartbeat) as quiet:
                 await subscriber.wait()
@@ -114,6 +159,11 @@ async def run_channel(engine: Engine, subscription: Subscription, transport: Tra
                 return
     finally:
         engine.store.unsubscribe(subscriber)
+        if topics is not None:
+            for topic in asked:
+                topics.log(topic).unsubscribe(subscriber)
+            if joined:
+                topics.plan.left()
 
 
 class EventsChannel:
@@ -121,6 +171,7 @@ class EventsChannel:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.topics = Topics.of(engine)
 
     def admit(self, target: str) -> Subscription:
         """The subscription of a connection to `target` (path and query), if it may open now.
@@ -172,7 +223,7 @@ class EventsChannel:
             await send({"type": "websocket.accept"})
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
-                await run_channel(self.engine, subscription, _AsgiTransport(send))
+                await run_channel(self.engine, subscription, _AsgiTransport(send), self.topics)
                 nursery.cancel_scope.cancel()
 
     async def _http(self, scope: Scope, send: Send) -> None:
@@ -229,7 +280,7 @@ class EventsChannel:
             channel = trio.CancelScope()
             nursery.start_soon(transport.read, channel)
             with channel, contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await run_channel(self.engine, subscription, transport)  # suppressed: the client went away
+                await run_channel(self.engine, subscription, transport, self.topics)  # suppressed: the client went away
             with trio.move_on_after(CLOSE_SECONDS):
                 await transport.closed.wait()
             nursery.cancel_scope.cancel()
@@ -243,23 +294,42 @@ class EventsChannel:
             raise InvalidInput("the query string cannot be read") from None
         executions: list[str] = []
         after: int | None = None
+        topics: set[str] = set()
+        asked_topics = False
+        cursors: dict[str, int] = {}
         for key, value in items:
             if key not in _KEYS:
-                raise InvalidInput(f"unknown parameter '{key}' (parameters of /events: after, execution)")
+                raise InvalidInput(f"unknown parameter '{key}' (parameters of /events: {', '.join(sorted(_KEYS))})")
             if key == "execution":
                 executions.append(check_execution_id(value))
-            elif after is not None:
-                raise InvalidInput("parameter 'after' is given more than once")
+            elif key == "topic":
+                if value not in TOPICS:
+                    raise InvalidInput(f"unknown topic {value!r} (topics of /events: {', '.join(TOPICS)})")
+                asked_topics = True
+                topics.add(value)
+            elif key in cursors or (key == "after" and after is not None):
+                raise InvalidInput(f"parameter '{key}' is given more than once")
             elif not value.isascii() or not value.isdigit():
-                raise InvalidInput(f"Expected `int` >= 0 - at `$.after`, got {value!r}")
-            else:
+                raise InvalidInput(f"Expected `int` >= 0 - at `$.{key}`, got {value!r}")
+            elif key == "after":
                 after = int(value)
+            else:
+                cursors[key] = int(value)
         if after is not None and len(set(executions)) != 1:
             raise InvalidInput("'after' needs exactly one 'execution'")
+        for key in cursors:
+            if _CURSORS[key] not in topics:
+                raise InvalidInput(f"'{key}' needs 'topic={_CURSORS[key]}'")
         for execution_id in executions:
             if self.engine.store.find(execution_id) is None:
                 raise NotFound(f"no execution {execution_id}")
-        return Subscription(executions=frozenset(executions) or None, after=after or 0)
+        return Subscription(
+            executions=frozenset(executions) or None,
+            after=after or 0,
+            topics=frozenset(topics - {"executions"}),
+            cursors={_CURSORS[key]: value for key, value in cursors.items()},
+            follows_executions=not asked_topics or "executions" in topics or bool(executions),
+        )
 
 
 class _AsgiTransport:

@@ -12,7 +12,6 @@ from svc._errors import Internal, InvalidInput, Unavailable
 from svc.nursery import (
     EVENT_TYPES,
     PROTOCOL_VERSION,
-    STREAM_TYPES,
     Engine,
     ExecutionEvent,
     ExecutionId,
@@ -20,9 +19,9 @@ from svc.nursery import (
     ReportAnswer,
     ReportInput,
     event_schema,
-    stream_schema,
 )
 from svc.nursery._events import ExecutionState
+from svc.nursery._topics import MAX_RETAINED, TOPIC_STREAM_TYPES, TOPICS, topic_stream_schema
 from svc.registry import Benchmark, Declarations, Example, McpResource, Module, NoInput, input_problems
 from svc.runtime import Context
 
@@ -158,7 +157,7 @@ class LimitsView(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ProtocolReport(msgspec.Struct, frozen=True, kw_only=True):
-    """How to follow executions live."""
+    """How to follow executions, the plan and the mesh live."""
 
     protocol_version: str
     websocket: str
@@ -167,9 +166,12 @@ class ProtocolReport(msgspec.Struct, frozen=True, kw_only=True):
     max_connections: int
     max_replay: int
     event_types: list[str]
-    stream_types: list[str]
+    stream_types: Annotated[
+        list[str],
+        Meta(description="every other frame: the control frames and the topic events (plan.changed, mesh.changed)"),
+    ]
     event_schema: Any
-    stream_schema: Any
+    stream_schema: Annotated[Any, Meta(description="the JSON Schema of the stream types (oneOf on `type`)")]
     limits: LimitsView
 
 
@@ -258,14 +260,38 @@ async def protocol(ctx: Context, params: NoInput) -> ProtocolReport:
                 description="replay only events with a higher sequence (reconnect cursor; needs exactly one execution)",
                 required=False,
             ),
+            ParameterView(
+                name="topic",
+                description=(
+                    f"a topic to follow (repeatable): {', '.join(TOPICS)}; without it the channel follows executions "
+                    "alone, with it only the topics named (an `execution` id implies `executions`)"
+                ),
+                required=False,
+            ),
+            ParameterView(
+                name="plan_after",
+                description=(
+                    "replay the retained `plan.changed` frames with a higher sequence (reconnect cursor; needs "
+                    f"topic=plan; the newest {MAX_RETAINED} are kept)"
+                ),
+                required=False,
+            ),
+            ParameterView(
+                name="mesh_after",
+                description=(
+                    "replay the retained `mesh.changed` frames with a higher sequence (reconnect cursor; needs "
+                    f"topic=mesh; the newest {MAX_RETAINED} are kept)"
+                ),
+                required=False,
+            ),
         ],
         heartbeat_seconds=limits.heartbeat_seconds,
         max_connections=limits.max_connections,
         max_replay=limits.max_replay,
         event_types=list(EVENT_TYPES),
-        stream_types=list(STREAM_TYPES),
+        stream_types=list(TOPIC_STREAM_TYPES),
         event_schema=event_schema(),
-        stream_schema=stream_schema(),
+        stream_schema=topic_stream_schema(),
         limits=LimitsView(
             max_executions=limits.max_executions,
             max_events=limits.max_events,
@@ -399,8 +425,8 @@ CAPABILITIES = (
         "protocol",
         title="Live channel protocol",
         description=(
-            "The WebSocket path, subscription parameters, event and stream types with their JSON Schemas, the "
-            "heartbeat, and the store bounds."
+            "The WebSocket path, subscription parameters (executions, and the `plan` and `mesh` topics), event "
+            "and stream types with their JSON Schemas, the heartbeat, and the store bounds."
         ),
         input=NoInput,
         output=ProtocolReport,

@@ -302,6 +302,7 @@ class Mesh:
             core.beacon.capabilities.append("cooperation")
         self.cooperation = cooperation
         await cooperation.start(nursery)
+        self._notify()  # waiters on cooperation (the `mesh` topic of /events) see it run
 
     def stop(self) -> None:
         """Cancel every provider task, the sweeper and cooperation."""

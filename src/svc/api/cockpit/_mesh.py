@@ -125,6 +125,7 @@ def routes(app: QuartTrio, cockpit: Cockpit) -> None:
             section="mesh",
             title="Mesh",
             live=True,
+            topics="mesh",
             discovery=answers["status"],
             cooperation=answers["cooperation"],
             mesh=state,

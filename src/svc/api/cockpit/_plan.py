@@ -313,7 +313,7 @@ def routes(app: QuartTrio, cockpit: Cockpit) -> None:
 
     def page(template: str, title: str, current: str, **context: Any) -> Response:
         return cockpit.render(
-            template, section="plan", title=title, live=True, subnav=SUBNAV, current=current, **context
+            template, section="plan", title=title, live=True, topics="plan", subnav=SUBNAV, current=current, **context
         )
 
     @app.get("/cockpit/plan")

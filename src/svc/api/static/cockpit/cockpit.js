@@ -3,6 +3,8 @@
 // - a live page (<main data-svc-live>) asks its own URL for its <main> again with X-Svc-Fragment: main and
 //   If-None-Match every two seconds while it is visible; the server answers 304 while nothing it shows moved;
 // - a page that follows executions (data-svc-follow="<id>" or "*") listens to /events and asks at once;
+// - a page that shows the plan or the mesh (data-svc-topics="plan" or "mesh") listens to that topic of
+//   /events and asks at once on each `plan.changed` or `mesh.changed`; the poll goes on as the fallback;
 // - a query form (form[data-svc-query]) runs its GET route and shows the answer in place;
 // - a cancel button (button[data-svc-cancel]) asks the server to cancel that execution.
 (function () {
@@ -10,6 +12,7 @@
 
   var POLL_MS = 2000;
   var RETRY_MS = 1000;
+  var MAX_RETRY_MS = 30000;
 
   function main() {
     return document.querySelector("main[data-svc-live]");
@@ -126,6 +129,69 @@
     });
   }
 
+  // -- following the plan and the mesh over /events --------------------------------------------------
+
+  // Reconnects from the last sequence seen of each topic, so a change made while the connection was down
+  // is replayed; a replay the server cannot complete (`truncated`) or a lagged queue asks at once instead.
+  // A channel that refuses (a server without topics) is tried again less and less often, up to 30 s apart.
+  function followTopics(names, cursors, delay) {
+    var url = new URL("/events", window.location.href);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    names.forEach(function (name) {
+      url.searchParams.append("topic", name);
+      if (cursors[name] !== undefined) {
+        url.searchParams.set(name + "_after", String(cursors[name]));
+      }
+    });
+    var socket;
+    try {
+      socket = new WebSocket(url.toString());
+    } catch (e) {
+      return;
+    }
+    var opened = false;
+    socket.addEventListener("open", function () {
+      opened = true;
+    });
+    socket.addEventListener("message", function (message) {
+      var frame;
+      try {
+        frame = JSON.parse(message.data);
+      } catch (e) {
+        return;
+      }
+      if (frame.type === "stream.ready") {
+        var stale = false;
+        ((frame.data && frame.data.topics) || []).forEach(function (topic) {
+          if (topic.truncated) {
+            stale = true;
+          }
+          if (cursors[topic.topic] === undefined || topic.truncated) {
+            cursors[topic.topic] = topic.last_sequence;
+          }
+        });
+        if (stale) {
+          refresh();
+        }
+        return;
+      }
+      if (frame.type === "stream.lagged") {
+        refresh();
+        return;
+      }
+      if (frame.topic && typeof frame.sequence === "number") {
+        cursors[frame.topic] = frame.sequence;
+        refresh();
+      }
+    });
+    socket.addEventListener("close", function () {
+      var next = opened ? RETRY_MS : Math.min(delay * 2, MAX_RETRY_MS);
+      window.setTimeout(function () {
+        followTopics(names, cursors, next);
+      }, opened ? RETRY_MS : delay);
+    });
+  }
+
   // -- query forms -----------------------------------------------------------------------------------
 
   function onQuery(event) {
@@ -215,6 +281,10 @@
     var target = element ? element.getAttribute("data-svc-follow") : null;
     if (target) {
       follow(target);
+    }
+    var topics = element ? element.getAttribute("data-svc-topics") : null;
+    if (topics) {
+      followTopics(topics.split(/\s+/).filter(Boolean), {}, RETRY_MS);
     }
   });
 })();
