@@ -18,7 +18,7 @@ import msgspec
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from svc import InvalidInput, __version__
+from svc import NotFound, __version__
 from svc.api import LocalBackend, build_server
 from svc.capabilities import builtin_registry
 from svc.capabilities._mcp import CLIENTS, LAUNCHER, LAUNCHER_PATH, client_entry
@@ -212,7 +212,7 @@ async def test_the_projection_reports_the_served_set_and_the_sizes(executor: Exe
     assert mine["tool_set"] == {"set": "core", "tools": list(core.tools), "tool_count": 15, "tokens": core.tokens}
     assert mine["tool_count"] == answer["tool_count"]
     assert mine["tools"] == answer["tools"]
-    with pytest.raises(InvalidInput, match=r"unknown module or tool 'nope'.*the module ids are artifacts"):
+    with pytest.raises(NotFound, match=r"unknown module or tool 'nope'.*the module ids are artifacts"):
         await projection(executor, tools="plan,nope")
 
 
@@ -225,8 +225,11 @@ async def test_every_surface_gets_the_same_figures(
         got = await http.get("/api/v1/mcp", params={"tools": "core,mcp"})
         assert got.status_code == 200
         bad = await http.get("/api/v1/mcp", params={"tools": "core,zzz"})
-    assert bad.status_code == 400
-    assert bad.json()["error"]["code"] == "invalid_input"
+        garbled = await http.get("/api/v1/mcp", params={"tools": "core;\x1a"})
+    assert garbled.status_code == 400
+    assert garbled.json()["error"]["code"] == "invalid_input"
+    assert bad.status_code == 404
+    assert bad.json()["error"]["code"] == "not_found"
     assert "'zzz'" in bad.json()["error"]["message"]
     assert "the module ids are" in bad.json()["error"]["message"]
     answer = got.json()

@@ -17,7 +17,7 @@ import msgspec
 import trio
 from msgspec import Meta
 
-from svc._errors import InvalidInput
+from svc._errors import NotFound
 from svc._version import __version__
 from svc.layer import read_repository_file
 from svc.registry import Declarations, Example, Hints, McpResource, Module
@@ -96,12 +96,13 @@ class ProjectionInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
 
     effect: Annotated[Effect | None, Meta(description="keep only the tools of this effect")] = None
     tools: Annotated[
-        str | None,
+        Annotated[str, Meta(pattern=r"^ *[A-Za-z0-9_-]+ *(, *[A-Za-z0-9_-]+ *)*$")] | None,
         Meta(
             description=(
                 "a tool set (all, core, or a comma list of module ids and tool names): sized in `tool_sets` "
-                "beside all and core, and passed as `--tools SET` by the client entries the findings offer"
-            )
+                "beside all and core, and passed as `--tools SET` by the client entries the findings offer; "
+                "a name that is neither a module with tools nor a tool is not found"
+            ),
         ),
     ] = None
 
@@ -332,14 +333,14 @@ def _asked(catalog: McpCatalog, spec: str | None) -> ToolSet | None:
     """The tool set the `tools` input names, if any.
 
     Raises:
-        InvalidInput: it names something that is neither a module with tools nor a tool.
+        NotFound: it names something that is neither a module with tools nor a tool.
     """
     if spec is None:
         return None
     try:
         return tool_set(catalog, spec)
     except UnknownToolSet as exc:
-        raise InvalidInput(f"tools: {exc}") from None
+        raise NotFound(f"tools: {exc}") from None
 
 
 def _size(tools: ToolSet) -> McpToolSetSize:
@@ -363,7 +364,7 @@ async def projection(ctx: Context, params: ProjectionInput) -> McpProjection:
     """The MCP projection of this process's registry, sessions and repository.
 
     Raises:
-        InvalidInput: the `tools` input names something that is neither a module with tools nor a tool.
+        NotFound: the `tools` input names something that is neither a module with tools nor a tool.
     """
     runtime = ctx.runtime
     catalog = mcp_catalog(runtime.registry)

@@ -1,10 +1,12 @@
-"""The `svc` command line (asyncclick under trio), built from the registry's command tree.
+"""The `svc` command line (asyncclick), built from the description of the command tree the package ships.
 
-Every capability command decodes its options with the same binding rules as HTTP query parameters and
-runs through the executor, so `--json` prints the very bytes the HTTP route answers. The infrastructure
-commands (`commands refresh`, `generate`, `mcp`, `plan repair-ledger`, `run`, `serve`) decode theirs into their
-options Struct and call `svc.host`, the generators, the command-graph refresh or the plan's repair. Web and
-MCP stacks are imported only by the commands that serve them.
+Arguments are parsed with no event loop. A capability declared as a read of the checkout is answered right
+there (its module imported, the read called, the answer encoded as the executor encodes it); every other
+capability command runs on trio through the executor of a one-shot service. Either way its options are decoded
+with the same binding rules as HTTP query parameters, so `--json` prints the very bytes the HTTP route answers.
+The infrastructure commands (`commands refresh`, `executions follow`, `generate`, `mcp`, `plan repair-ledger`,
+`plan reseal`, `run`, `serve`) decode theirs into their options Struct and run on trio
+(`svc.cli._infrastructure`). Web and MCP stacks are imported only by the commands that serve them.
 
 Exit codes: 0 success, 1 internal failure, 2 usage, 10 refused or invalid.
 """
