@@ -38,14 +38,22 @@ FORBIDDEN = (
     "svc.host",
 )
 _IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(?P<module>\S+)$", re.MULTILINE)
-#: Runs the command line as `svc` would, then writes every module the process holds on stderr's last line.
+#: Runs the command line as `svc` would, then writes every module the process holds on stderr's last line (also
+#: when the command leaves at once, `svc.cli._exit`).
 _PROBE = """
-import json, sys
+import json, os, sys
 from svc.cli import main
+
+def modules():
+    sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+    sys.stderr.flush()
+
+leave = os._exit
+os._exit = lambda code: (modules(), leave(code))
 try:
     main(sys.argv[1:])
 finally:
-    sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+    modules()
 """
 
 
@@ -121,3 +129,23 @@ def test_a_coroutine_that_waits_is_refused_outside_an_event_loop() -> None:
 
     with pytest.raises(RuntimeError, match="no event loop"):
         _main._complete(waits())
+
+
+@pytest.mark.parametrize(
+    ("words", "torn_down"),
+    [(["plan", "next", "--json"], False), (["--help"], False), (["health", "live", "--json"], True)],
+)
+def test_a_command_answered_with_no_event_loop_leaves_without_the_teardown(
+    tmp_path: Path, words: list[str], torn_down: bool
+) -> None:
+    checkout = make_checkout(tmp_path / "checkout")
+    probe = (
+        "import atexit, sys\nfrom svc.cli import main\n"
+        "atexit.register(lambda: sys.stderr.write('TORN DOWN\\n'))\nmain(sys.argv[1:])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, "--repo", str(checkout), *words], capture_output=True, env=ENV, timeout=60
+    )
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert result.stdout.strip()
+    assert (b"TORN DOWN" in result.stderr) is torn_down

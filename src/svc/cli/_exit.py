@@ -1,9 +1,11 @@
-"""Leaving the process at once after a server it ran (`svc serve`, `svc mcp`) has stopped.
+"""Leaving the process at once after a server it ran (`svc serve`, `svc mcp`) has stopped, or a read answered.
 
 Once the server has stopped there is nothing left to clean up, but the interpreter's own teardown still
 collects every module of the web and MCP stacks one by one, which takes most of a second (two on a loaded
 machine) after the server said it stopped. A process that served flushes its output, closes its log handlers
-and ends with `os._exit` instead; every other command ends as usual.
+and ends with `os._exit` instead. So does a command answered with no event loop (a read of the checkout, help,
+a usage error): it started no thread and holds nothing open, and its teardown would collect the derived plan
+object by object (a sixth of `svc plan next` on 1,000 issues). Every other command ends as usual.
 """
 
 from __future__ import annotations

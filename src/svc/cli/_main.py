@@ -374,6 +374,13 @@ def _main(cli: click.Group, argv: list[str] | None) -> None:
         _complete(cli.main(args=argv, prog_name="svc"))
     except _NeedsLoop as needed:
         run = needed.run
+    except SystemExit:
+        # Answered with no event loop (a read, help, a usage error): nothing is left to clean up, and the
+        # interpreter's teardown would collect the derived plan object by object. Leave at once (`_exit`).
+        from svc.cli._exit import arm
+
+        arm()
+        raise
     else:
         return
     finally:
