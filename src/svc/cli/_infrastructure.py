@@ -7,6 +7,7 @@ when one of them runs, so a query command never loads it).
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 import asyncclick as click
@@ -198,20 +199,19 @@ async def on_reseal(ctx: click.Context, options: ResealOptions) -> None:
 async def on_run(ctx: click.Context, options: RunOptions) -> None:
     from svc.cli._runs import run_command
 
-    try:
-        code = await run_command(_repository(ctx), options)
-    except SvcError as exc:
-        _fail(exc)
-        return
-    if code != EXIT_OK:
-        raise SystemExit(code)
+    await _exit_with(lambda: run_command(_repository(ctx), options))
 
 
 async def on_follow(ctx: click.Context, options: FollowOptions) -> None:
     from svc.cli._runs import follow_command
 
+    await _exit_with(lambda: follow_command(_repository(ctx), options))
+
+
+async def _exit_with(command: Callable[[], Awaitable[int]]) -> None:
+    """Run a command that answers its exit code and leave with that code (a refusal: one line, its own code)."""
     try:
-        code = await follow_command(_repository(ctx), options)
+        code = await command()
     except SvcError as exc:
         _fail(exc)
         return
