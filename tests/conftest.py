@@ -90,6 +90,16 @@ def make_checkout(path: Path, *, layer: bool = True, git: bool = True) -> Path:
 
 
 @pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary HOME and XDG_STATE_HOME, so no test reads or writes the real node key: the state directory."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
+    return home / "state"
+
+
+@pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     """A Git checkout carrying svc's own `.ai/` layer."""
     return make_checkout(tmp_path / "checkout")

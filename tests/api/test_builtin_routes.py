@@ -42,6 +42,7 @@ DECLARED_AS_IS = frozenset(
         "mesh.review.request",
         "mesh.review.answer",
         "mesh.review.withdraw",
+        "plan.take",
     }
 )
 

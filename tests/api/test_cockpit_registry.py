@@ -248,7 +248,14 @@ async def test_module_stability_and_search_narrow_the_apis_answer(client: httpx.
         assert doc.by_id("filter-search").attrs["value"] == text
     commands = await api(client, "/api/v1/capabilities", kind="command")
     doc = await page(client, "/cockpit/capabilities", kind="command", module="plan", exposure="")
-    assert listed(doc) == [c["id"] for c in commands["capabilities"] if c["module"] == "plan"] == ["plan.transition"]
+    assert (
+        listed(doc)
+        == [c["id"] for c in commands["capabilities"] if c["module"] == "plan"]
+        == [
+            "plan.take",
+            "plan.transition",
+        ]
+    )
     doc = await page(client, "/cockpit/capabilities", kind="", module="", exposure="", stability="", search=" ")
     assert listed(doc) == [c["id"] for c in everything]
     doc = await page(client, "/cockpit/capabilities", search="no capability says this")

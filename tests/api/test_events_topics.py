@@ -257,16 +257,6 @@ async def test_a_topic_only_channel_gets_no_execution_frames_and_old_queries_are
 # -- mesh.changed ------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temporary HOME and XDG_STATE_HOME, so no test reads or writes the real node key."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
-    return home / "state"
-
-
 async def until_frame(ws: trio_websocket.WebSocketConnection, done: Callable[[Message], bool]) -> Message:
     """The first frame `done` holds for (mesh beats change sessions on their own: skip the others)."""
     while True:

@@ -209,7 +209,7 @@ async def test_the_projection_reports_the_served_set_and_the_sizes(executor: Exe
         mine = await projection(executor)
     finally:
         SERVED_TOOL_SET.reset(served)
-    assert mine["tool_set"] == {"set": "core", "tools": list(core.tools), "tool_count": 15, "tokens": core.tokens}
+    assert mine["tool_set"] == {"set": "core", "tools": list(core.tools), "tool_count": 16, "tokens": core.tokens}
     assert mine["tool_count"] == answer["tool_count"]
     assert mine["tools"] == answer["tools"]
     with pytest.raises(NotFound, match=r"unknown module or tool 'nope'.*the module ids are artifacts"):

@@ -22,7 +22,7 @@ from svc.capabilities import builtin_registry
 from svc.mesh_udp import Mesh, SystemHost, SystemNetwork, run_doctor
 from tests.capabilities._served import Served, serving, until, wait_linked
 
-pytestmark = pytest.mark.bound(60)
+pytestmark = [pytest.mark.bound(60), pytest.mark.usefixtures("state")]
 
 REGISTRY = builtin_registry()
 COOPERATION = sorted(c.id for c in REGISTRY.capabilities if c.source_path == "src/svc/capabilities/_cooperation.py")
@@ -52,16 +52,6 @@ Half done.
 
 Write the sync round.
 """
-
-
-@pytest.fixture(autouse=True)
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temporary HOME and XDG_STATE_HOME, so no test reads or writes the real node key."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
-    return home / "state"
 
 
 async def get(served: Served, path: str, **params: Any) -> httpx.Response:

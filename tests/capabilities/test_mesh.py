@@ -49,16 +49,6 @@ CHECK_ORDER = [
 
 
 @pytest.fixture
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temporary HOME and XDG_STATE_HOME for the test's node key."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
-    return home / "state"
-
-
-@pytest.fixture
 def ports() -> tuple[str, int]:
     return own_group(), free_udp_port()
 

@@ -53,9 +53,14 @@ class Session:
 
 
 @asynccontextmanager
-async def mcp_session(repo: Path, stderr: Path, *extra: str, mode: Mode = "legacy") -> AsyncIterator[Session]:
-    """The SDK's stdio client on `svc mcp` (started and stopped by the SDK, as an MCP client does)."""
-    params = StdioServerParameters(command=str(SVC), args=mcp_args(repo, *extra)[1:], cwd=str(repo))
+async def mcp_session(
+    repo: Path, stderr: Path, *extra: str, mode: Mode = "legacy", env: dict[str, str] | None = None
+) -> AsyncIterator[Session]:
+    """The SDK's stdio client on `svc mcp` (started and stopped by the SDK, as an MCP client does).
+
+    `env` adds to the few variables the SDK passes on (`HOME`, `PATH`, ...).
+    """
+    params = StdioServerParameters(command=str(SVC), args=mcp_args(repo, *extra)[1:], cwd=str(repo), env=env)
     with stderr.open("a", encoding="utf-8") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
             yield Session(client, stderr)

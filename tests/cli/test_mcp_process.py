@@ -6,6 +6,7 @@ Real subprocesses on 127.0.0.1 (port 0) with wall-clock bounds, hence `slow`.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -20,6 +21,8 @@ import trio
 import trio.lowlevel
 from mcp.shared.exceptions import MCPError
 
+from svc.mesh_udp import create_identity
+from tests.capabilities.test_plan_take import plan_layer
 from tests.cli._mcp_procs import (
     BRIDGING,
     SERVING,
@@ -30,6 +33,8 @@ from tests.cli._mcp_procs import (
     mcp_session,
     raw_mcp,
 )
+from tests.conftest import make_checkout
+from tests.mesh_udp._runtimes import declare
 
 pytestmark = [pytest.mark.slow, pytest.mark.bound(120)]
 MODES: list[Mode] = ["legacy", "auto"]
@@ -105,6 +110,41 @@ async def test_a_second_svc_mcp_bridges_to_the_first_instead_of_binding(checkout
             assert isinstance(moved.content[0], types.TextContent)
             assert moved.content[0].text.startswith("not_found: ")
         assert await transports(first.client) == {"stdio": 1, "http": 0}
+
+
+async def test_a_bridged_take_claims_on_the_server_and_starts_in_the_bridge(tmp_path: Path, state: Path) -> None:
+    root = make_checkout(tmp_path / "cooperating", layer=False)
+    plan_layer(root, 2)
+    key = create_identity(state / "svc" / "node.json").public_key
+    declare(root, {"multicast": {"enabled": False}, "trust": {"policy": "allowlist", "allow": [key]}})
+    env = {"HOME": os.environ["HOME"], "XDG_STATE_HOME": str(state)}
+    async with (
+        mcp_session(root, tmp_path / "first.log", env=env) as first,
+        mcp_session(root, tmp_path / "second.log", env=env) as second,
+    ):
+        assert BRIDGING.search(second.log()) is not None, second.log()
+        taken = await second.client.call_tool("svc_plan_take", {"start": True, "intent": "build it"})
+        answer = taken.structured_content
+        assert answer is not None, taken.content
+        assert (answer["issue"]["id"], answer["started"]["to"]) == ("I0001", "ACTIVE")
+        assert "/board-stdio-" in answer["session"]
+        text = (root / ".ai/repo/project/issues/I0001.yaml").read_text(encoding="utf-8")
+        assert "started_at:" in text
+        held = await first.client.call_tool("svc_mesh_state", {"kind": "claims"})
+        assert held.structured_content is not None
+        claims = held.structured_content["state"]["claims"]
+        assert [(c["key"], c["issue"], c["session"]) for c in claims] == [(answer["claim"], "I0001", answer["session"])]
+        refused = await second.client.call_tool("svc_plan_take", {"start": True, "milestone": "M9"})
+        assert refused.is_error is True
+        # A start the bridge cannot make (its plan lock cannot be opened) releases the claim taken for it.
+        (root / ".ai/local/state/plan.lock").unlink()
+        (root / ".ai/local/state/plan.lock").mkdir()
+        with pytest.raises(MCPError, match="cannot take the plan lock"):
+            await second.client.call_tool("svc_plan_take", {"start": True})
+        held = await first.client.call_tool("svc_mesh_state", {"kind": "claims", "claims": "all"})
+        assert held.structured_content is not None
+        standings = {c["issue"]: c["state"]["state"] for c in held.structured_content["state"]["claims"]}
+        assert standings == {"I0001": "held", "I0002": "released"}
 
 
 async def test_two_svc_mcp_started_at_once_elect_exactly_one_server(checkout: Path, tmp_path: Path) -> None:

@@ -21,19 +21,9 @@ from svc.registry import Capability, Example, Exposure, HttpExposure, decode_tex
 from svc.surfaces import struct_parameters
 from tests.capabilities._served import lease, serving, svc, svc_json
 
-pytestmark = pytest.mark.bound(60)
+pytestmark = [pytest.mark.bound(60), pytest.mark.usefixtures("state")]
 
 RECORD = "---\nschema_version: 1\ncreated_at: 2026-11-25T19:04:05Z\nbranch: main\nhead: abcdef0\n---\n\nGo.\n"
-
-
-@pytest.fixture(autouse=True)
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temporary HOME and XDG_STATE_HOME, so no test reads or writes the real node key."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
-    return home / "state"
 
 
 async def test_every_cooperation_command_asks_the_serving_server(tmp_path: Path) -> None:

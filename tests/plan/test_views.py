@@ -6,11 +6,15 @@ import pytest
 
 from svc import InvalidInput, NotFound
 from svc.plan import (
+    NONE_UNCLAIMED,
+    PlanIssue,
     PlanIssueRecord,
     PlanMilestoneRecord,
+    PlanSkipped,
     derive,
     issue_list,
     next_issue,
+    next_unclaimed,
     record_view,
     roadmap,
     status_report,
@@ -63,6 +67,41 @@ def test_next_says_why_there_is_none() -> None:
     assert (next_issue(empty).reason, next_issue(empty).active_milestone) == (NO_ISSUE, "")
     orphan = plan_of([], [issue("O1", milestone="gone")])
     assert next_issue(orphan).issue.id == "O1", "an empty active milestone means the whole plan"  # type: ignore[union-attr]
+
+
+def test_next_for_a_session_passes_over_what_is_claimed_and_widens_past_it() -> None:
+    plan = plan_of(
+        [milestone("M1", order=1), milestone("M2", order=2)],
+        [
+            issue("C1", milestone="M1", priority="p0"),
+            issue("C2", milestone="M1", priority="p1"),
+            issue("C3", milestone="M2", priority="p0"),
+            issue("C4", milestone="M2", priority="p1"),
+        ],
+    )
+    claimed = {"C1", "C2", "C3"}
+    asked: list[str] = []
+
+    def passing(issue: PlanIssue) -> PlanSkipped | None:
+        asked.append(issue.id)
+        if issue.id not in claimed:
+            return None
+        return PlanSkipped(issue=issue.id, claim=f"s/c-{issue.id}", session="s/other", runtime="r")
+
+    issue_, skipped = next_unclaimed(plan, None, passing)
+    assert issue_ is not None
+    assert (issue_.id, [s.issue for s in skipped]) == ("C4", ["C1", "C2", "C3"])
+    assert asked == ["C1", "C2", "C3", "C4"], "each issue is judged once, the widening included"
+    answer = next_issue(plan, session="s/me", passing=passing)
+    assert (answer.issue and answer.issue.id, answer.session) == ("C4", "s/me")
+    assert [s.claim for s in answer.skipped] == ["s/c-C1", "s/c-C2", "s/c-C3"]
+    claimed.add("C4")
+    none = next_issue(plan, session="s/me", passing=passing, notes=["first"])
+    assert (none.issue, none.reason, none.notes) == (None, NONE_UNCLAIMED, ["first"])
+    assert [s.issue for s in none.skipped] == ["C1", "C2", "C3", "C4"]
+    assert next_issue(plan).issue.id == "C1", "without a session nothing is passed over"  # type: ignore[union-attr]
+    with pytest.raises(NotFound, match="no milestone 'M9'"):
+        next_unclaimed(plan, "M9", passing)
 
 
 def test_roadmap_orders_by_rank_order_id_and_names_now_and_next() -> None:

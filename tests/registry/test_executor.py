@@ -315,6 +315,53 @@ async def test_a_read_runs_in_a_worker_thread_with_the_repository(tmp_path: Path
     assert threading.get_ident() not in {thread for thread, _ in seen}
 
 
+class Live(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    value: int = 0
+    session: str | None = None
+
+
+async def test_a_read_with_live_fields_runs_its_handler_uncached_for_an_input_that_needs_the_runtime(
+    tmp_path: Path,
+) -> None:
+    from svc.registry import Cache, Declarations
+
+    ran: list[str] = []
+
+    def read(repo: Repository, params: Live) -> Count:
+        ran.append("read")
+        return Count(value=params.value, calls=len(ran))
+
+    async def handler(ctx: Any, params: Live) -> Count:
+        ran.append(f"handler {params.session} {ctx.actor.kind}")
+        return Count(value=params.value, calls=len(ran))
+
+    cap = Declarations[Any](MODULE, source=__name__).query(
+        "live",
+        title="Live",
+        description="a read the runtime may refine",
+        input=Live,
+        output=Count,
+        read=read,
+        handler=handler,
+        live=("session",),
+        examples=(Example(name="one"),),
+        http="GET /api/v1/live-read",
+        cache=Cache(policy="generation", max_entries=8),
+    )
+    assert cap.runs_live(Live(session="s"), mcp=False)
+    assert cap.runs_live(Live(), mcp=True)
+    assert not cap.runs_live(Live(), mcp=False)
+    repo = Repository.discover(tmp_path)
+    runtime = Runtime(registry=build_registry([MODULE], [cap]), repository=repo, generation=Generation(repo, stamp=b""))
+    mcp = Actor(kind="mcp", peer="stdio-0123abcd", transport="stdio")
+    with trio.fail_after(10):
+        async with Supervisor.open() as supervisor:
+            executor = Executor(runtime, supervisor)
+            for params, actor in ((Live(), ACTOR), (Live(), ACTOR), (Live(session="s"), ACTOR), (Live(), mcp)) * 2:
+                await executor.call(cap, params, actor=actor)
+    assert ran == ["read", "handler s internal", "handler None mcp", "handler s internal", "handler None mcp"]
+
+
 def test_a_declaration_has_a_handler_or_a_read_exactly_one() -> None:
     from svc.registry import Declarations
 
@@ -331,3 +378,4 @@ def test_a_declaration_has_a_handler_or_a_read_exactly_one() -> None:
     with pytest.raises(ValueError, match=r"demo\.both: declare a handler or a read, exactly one"):
         declare.query("both", handler=handler, read=read, **common)
     assert declare.query("one", read=read, **common).executable
+    assert declare.query("live", read=read, handler=handler, live=("value",), **common).live == ("value",)

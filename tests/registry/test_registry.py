@@ -180,6 +180,8 @@ def test_duplicate_tool_resource_and_cli_are_refused() -> None:
         ),
         ({"handler": None}, "a query needs a handler"),
         ({"read": lambda repo, params: {}}, "a query has a handler or a read, not both"),
+        ({"live": ("missing",), "read": lambda repo, params: {}}, "live field 'missing' is not a field of the input"),
+        ({"live": ("missing",)}, "live fields need both a read and a handler"),
         (
             {"kind": "resource", "handler": None, "read": lambda repo, params: {}},
             "a resource has no handler, HTTP route, CLI command or tool",

@@ -107,6 +107,39 @@ async def test_warm_builds_once_at_a_time_and_resident_never_builds(tmp_path: Pa
     assert runtime._index[0] == 0
 
 
+async def test_a_derived_value_is_built_once_per_generation_by_one_caller_at_a_time(tmp_path: Path) -> None:
+    repo = Repository.discover(tmp_path)
+    runtime = Runtime(registry=builtin_registry(), repository=repo, generation=Generation(repo, stamp=b""))
+    builds: list[int] = []
+    building = threading.Event()
+    release = threading.Event()
+
+    def build(seen: Repository) -> int:
+        assert seen is repo
+        assert runtime._deriving.locked(), "a build runs under the lock the other callers wait on"
+        builds.append(runtime.generation.value)
+        building.set()
+        release.wait(10)
+        return len(builds)
+
+    async with trio.open_nursery() as nursery:
+        answers: list[int] = []
+
+        async def ask() -> None:
+            answers.append(await trio.to_thread.run_sync(runtime.derived, build))
+
+        for _ in range(4):
+            nursery.start_soon(ask)
+        await trio.to_thread.run_sync(building.wait, 10)
+        await trio.testing.wait_all_tasks_blocked()
+        release.set()
+    assert (builds, answers) == ([0], [1, 1, 1, 1])
+    assert runtime.derived(build) == 1
+    runtime.generation.bump()
+    assert runtime.derived(build) == 2
+    assert builds == [0, 1]
+
+
 def test_an_ai_folder_leaving_the_checkout_is_never_walked(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -66,7 +66,7 @@ _NO_SESSION = "session is required: only an MCP session stands for its own (boar
 _INACTIVE = "on a server where cooperation does not run (svc's own checkout declares no mesh), it is refused (422)"
 
 
-async def _running(ctx: Context) -> Cooperation | str:
+async def running_cooperation(ctx: Context) -> Cooperation | str:
     """This process's cooperation, or why it does not run here."""
     mesh = ctx.components.find(Mesh)
     if mesh is None:
@@ -77,13 +77,13 @@ async def _running(ctx: Context) -> Cooperation | str:
     return mesh.cooperation
 
 
-async def _active(ctx: Context) -> Cooperation:
+async def active_cooperation(ctx: Context) -> Cooperation:
     """The running cooperation.
 
     Raises:
         Refused: `not_active` with the reason.
     """
-    found = await _running(ctx)
+    found = await running_cooperation(ctx)
     if isinstance(found, str):
         raise Refused(f"not_active: {found}")
     if found.reason is not None:
@@ -117,25 +117,25 @@ def _session(ctx: Context, session: str | None) -> str:
 
 async def cooperation(ctx: Context, params: NoInput) -> CooperationStatus:
     """Whether cooperation runs and why not; this runtime, links, refusals, counters, the journal."""
-    found = await _running(ctx)
+    found = await running_cooperation(ctx)
     return CooperationStatus(active=False, reason=found) if isinstance(found, str) else found.status()
 
 
 async def state(ctx: Context, params: StateFilter) -> MeshStateAnswer:
     """The folded state as filtered, and every stream's liveness."""
-    found = await _running(ctx)
+    found = await running_cooperation(ctx)
     return MeshStateAnswer(active=False, reason=found) if isinstance(found, str) else found.mesh_state(params)
 
 
 async def peers(ctx: Context, params: StateFilter) -> PeerTree:
     """Machines, runtimes, sessions, claims, the local machine first."""
-    found = await _running(ctx)
+    found = await running_cooperation(ctx)
     return PeerTree(active=False, reason=found) if isinstance(found, str) else found.tree(params)
 
 
 async def peer(ctx: Context, params: PeerInput) -> PeerDetail:
     """One runtime: its machine, sessions, link and refusals."""
-    found = await _running(ctx)
+    found = await running_cooperation(ctx)
     if isinstance(found, str):
         return PeerDetail(found=False, reason=f"cooperation does not run here: {found}")
     return found.peer(params.runtime)
@@ -143,7 +143,7 @@ async def peer(ctx: Context, params: PeerInput) -> PeerDetail:
 
 async def events(ctx: Context, params: MeshEventsInput) -> EventList:
     """Journal events in Lamport order."""
-    found = await _running(ctx)
+    found = await running_cooperation(ctx)
     if isinstance(found, str):
         return EventList(active=False, count=0, lamport=params.after, events=[])
     return found.events(params.after, params.limit, params.newest)
@@ -154,7 +154,7 @@ async def events(ctx: Context, params: MeshEventsInput) -> EventList:
 
 async def claim(ctx: Context, params: ClaimInput) -> Written:
     """Claim repository paths for a session; an exclusive claim meeting a live one is refused."""
-    coop = await _active(ctx)
+    coop = await active_cooperation(ctx)
     peer = _peer(ctx)
     if params.session is None and peer is None:
         raise InvalidInput(_NO_SESSION)
@@ -172,12 +172,12 @@ async def claim(ctx: Context, params: ClaimInput) -> Written:
 
 async def release(ctx: Context, params: ReleaseInput) -> Written:
     """Release a claim this runtime wrote."""
-    return await (await _active(ctx)).release(params.claim)
+    return await (await active_cooperation(ctx)).release(params.claim)
 
 
 async def session_open(ctx: Context, params: SessionInput) -> Written:
     """Open a session, or replace its word."""
-    coop = await _active(ctx)
+    coop = await active_cooperation(ctx)
     info = {key: value for key, value in msgspec.structs.asdict(params).items() if value is not None}
     info.setdefault("client", "mcp" if _peer(ctx) is not None else "cli")
     return await coop.session_open(info)
@@ -185,14 +185,14 @@ async def session_open(ctx: Context, params: SessionInput) -> Written:
 
 async def session_close(ctx: Context, params: SessionCloseInput) -> Written:
     """Close a session of this runtime; its claims end everywhere."""
-    return await (await _active(ctx)).session_close(params.session)
+    return await (await active_cooperation(ctx)).session_close(params.session)
 
 
 async def handover_publish(ctx: Context, params: HandoverPublishInput) -> Written:
     """Publish the newest (or the named) handover record of this checkout to every linked runtime."""
     from svc.mesh_udp._handovers import read_handover
 
-    coop = await _active(ctx)
+    coop = await active_cooperation(ctx)
     handover = await trio.to_thread.run_sync(
         partial(read_handover, ctx.runtime.repository, params.name, issue=params.issue, milestone=params.milestone)
     )
@@ -201,7 +201,7 @@ async def handover_publish(ctx: Context, params: HandoverPublishInput) -> Writte
 
 async def handover_consume(ctx: Context, params: HandoverConsumeInput) -> ConsumeAnswer:
     """Take a published handover for a session; with `materialize`, also write it as a local record, once."""
-    coop = await _active(ctx)
+    coop = await active_cooperation(ctx)
     path = None
     if params.materialize:
         from svc.mesh_udp._handovers import materialize_handover
@@ -225,7 +225,7 @@ async def handover_consume(ctx: Context, params: HandoverConsumeInput) -> Consum
 
 async def review_request(ctx: Context, params: ReviewRequestInput) -> Written:
     """Ask for a review of a branch, commit or pull request; a named reviewer must be linked and take reviews."""
-    coop = await _active(ctx)
+    coop = await active_cooperation(ctx)
     session = _session(ctx, params.session)
     return await coop.review_request(
         session=session, subject=params.subject, scope=list(params.scope), issue=params.issue, reviewer=params.reviewer
@@ -234,21 +234,21 @@ async def review_request(ctx: Context, params: ReviewRequestInput) -> Written:
 
 async def review_answer(ctx: Context, params: ReviewAnswerInput) -> Written:
     """Answer a review request of another session."""
-    coop = await _active(ctx)
+    coop = await active_cooperation(ctx)
     session = _session(ctx, params.session)
     return await coop.review_answer(request=params.request, session=session, verdict=params.verdict, note=params.note)
 
 
 async def review_withdraw(ctx: Context, params: ReviewWithdrawInput) -> Written:
     """End a review request this runtime asked for (`done`, `void` or `superseded`)."""
-    coop = await _active(ctx)
+    coop = await active_cooperation(ctx)
     session = _session(ctx, params.session)
     return await coop.review_withdraw(request=params.request, session=session, note=params.note)
 
 
 async def verify(ctx: Context, params: NoInput) -> MeshVerifyReport:
     """Live checks, then one timed round with every peer this runtime dials."""
-    found = await _running(ctx)
+    found = await running_cooperation(ctx)
     if isinstance(found, str):
         check = DoctorCheck(
             check="cooperation",

@@ -29,6 +29,7 @@ from svc.plan import (
     PlanNextIssue,
     PlanRoadmap,
     PlanStatusReport,
+    PlanTake,
     PlanTransition,
     PlanTransitionResult,
     PlanValidation,
@@ -81,6 +82,37 @@ class MilestoneFilter(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     milestone: Annotated[str | None, _MILESTONE] = None
 
 
+class NextInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Input of `plan.next`: a milestone filter, and the session to weigh the mesh's claims for."""
+
+    milestone: Annotated[str | None, _MILESTONE] = None
+    session: Annotated[
+        str | None,
+        Meta(
+            description=(
+                "a mesh session (a key, or an id of the serving runtime's sessions): READY issues meeting a live "
+                "claim of another session are passed over and listed in skipped (an MCP session stands for its "
+                "own board-<peer> when none is named)"
+            )
+        ),
+    ] = None
+
+
+class TakeInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Input of `plan.take`."""
+
+    session: Annotated[
+        str | None,
+        Meta(description="the session taking the issue (required but over MCP, where it is the caller's own)"),
+    ] = None
+    milestone: Annotated[str | None, _MILESTONE] = None
+    start: Annotated[
+        bool,
+        Meta(description="also move the issue to ACTIVE (plan.transition start); MCP over stdio and the CLI only"),
+    ] = False
+    intent: Annotated[str | None, Meta(description="what the session means to do, shown on the claim")] = None
+
+
 class IssuesInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Filters of `plan.issues`; every filter given must hold."""
 
@@ -111,10 +143,13 @@ class PlanTransitionInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
     transition: Annotated[PlanTransition, Meta(description="start, verify or done")]
 
 
-def _read(repo: Repository) -> Snapshot:
+def read_checkout(repo: Repository) -> Snapshot:
     """The records and the plan; `NotFound` when the checkout has no `.ai/` layer."""
     require_layer(repo)
     return read_snapshot(repo)
+
+
+_read = read_checkout
 
 
 def model(repo: Repository, params: NoInput) -> Plan:
@@ -127,10 +162,26 @@ def issues(repo: Repository, params: IssuesInput) -> PlanIssueList:
     return issue_list(_read(repo).plan, params.milestone, params.status, params.wave)
 
 
-def next_(repo: Repository, params: MilestoneFilter) -> PlanNextIssue:
+def next_(repo: Repository, params: NextInput) -> PlanNextIssue:
     """The READY issue to take now, widened to the whole plan when the milestone has none."""
     snapshot = _read(repo)
     return next_issue(snapshot.plan, params.milestone, snapshot.records, known_domains())
+
+
+async def next_for_session(ctx: Context, params: NextInput) -> PlanNextIssue:
+    """The READY issue to take now that no live claim of another session meets."""
+    from svc.capabilities._plan_claims import next_for_session as weighed
+
+    return await weighed(ctx, params.milestone, params.session)
+
+
+async def take(ctx: Context, params: TakeInput) -> PlanTake:
+    """Claim the session's next issue in one step (and start it, when asked)."""
+    from svc.capabilities._plan_claims import take_issue
+
+    return await take_issue(
+        ctx, session=params.session, milestone=params.milestone, start=params.start, intent=params.intent
+    )
 
 
 def record(repo: Repository, params: RecordInput) -> PlanMilestoneRecord | PlanIssueRecord:
@@ -169,6 +220,13 @@ def _move(repo: Repository, params: PlanTransitionInput, bump: Callable[[], int]
     return move_issue(repo, params.issue, params.transition, by=f"svc/{__version__}", on_written=written)
 
 
+def start_issue(ctx: Context, issue: str) -> PlanTransitionResult:
+    """Move `issue` to ACTIVE, in a worker thread of `ctx`'s runtime (`plan.take` with `start`)."""
+    return _move(
+        ctx.runtime.repository, PlanTransitionInput(issue=issue, transition="start"), ctx.runtime.generation.bump
+    )
+
+
 async def transition(ctx: Context, params: PlanTransitionInput) -> PlanTransitionResult:
     """Move one issue with a sealed stamp and a ledger event (never over HTTP)."""
     import trio
@@ -177,6 +235,7 @@ async def transition(ctx: Context, params: PlanTransitionInput) -> PlanTransitio
 
 
 _GENERATION = Cache(policy="generation", max_entries=16)
+_INACTIVE_TAKE = "on a server where cooperation does not run (svc's own checkout declares no mesh), it is refused (422)"
 _MOVE_SUMMARY = "Move an issue to {0} (writes {1} and its seal, appends {2})"
 declare: Declarations[Context] = Declarations(MODULE, source=__name__)
 
@@ -227,14 +286,48 @@ CAPABILITIES = (
             "(`failures_command` lists them); `unproven_stamps` and `notes` say why an issue whose record "
             "carries stamps is still READY (no stamp of it is proven). 404 when the checkout has no .ai/ layer."
         ),
-        input=MilestoneFilter,
+        input=NextInput,
         output=PlanNextIssue,
         read=next_,
+        handler=next_for_session,
+        live=("session",),
         examples=(Example(name="next"),),
         http="GET /api/v1/plan/next",
         tool="svc_plan_next",
         cli="plan next",
         cache=_GENERATION,
+    ),
+    declare.command(
+        "take",
+        title="Take the next issue",
+        description=(
+            "In one step under the mesh journal's lock: pick the issue `plan.next` answers for the session "
+            "(passing over READY issues a live claim of another session meets) and claim its scope (else its "
+            "record file) exclusively, with the issue id on the claim. Concurrent takes on one runtime never "
+            "pick one issue; across runtimes the fold names one winner, the loser's claim reads conflicted and "
+            "its next take releases it and moves on. A session that already holds the claim gets it back "
+            "(`existing`). `taken` is false, with `reason`, when nothing is left (`svc plan take` exits 10). It "
+            "writes the mesh journal only, so it is served over HTTP; `start` also moves the issue to ACTIVE "
+            "(a repository write: MCP over stdio and the command line only, 403 over HTTP). Refused (422) "
+            "where cooperation does not run."
+        ),
+        input=TakeInput,
+        output=PlanTake,
+        handler=take,
+        examples=(
+            Example(
+                name="take",
+                input={"session": "s1"},
+                status=422,
+                description=_INACTIVE_TAKE,
+            ),
+        ),
+        http="POST /api/v1/plan/take",
+        tool="svc_plan_take",
+        cli="plan take",
+        cli_verdict="taken",
+        cli_remote=True,
+        benchmark=Benchmark(policy="waived", reason="transient_state"),
     ),
     declare.query(
         "record",

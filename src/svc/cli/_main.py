@@ -163,7 +163,7 @@ def _capability_command(entry: CliEntry, find: _Finder) -> click.Command:
         ]
         cap = find(entry)
         repo = _repository(ctx)
-        if entry.direct:
+        if entry.direct and not any(values.get(name) is not None for name in entry.live):
             _show(cap, repo, _answer_here(cap, repo, items), as_json=as_json, full=full)
             return
         await _on_trio(partial(_answer_on_trio, cap, repo, items, as_json=as_json, full=full))
@@ -202,7 +202,7 @@ async def _answer_on_trio(
     try:
         async with open_service(repo, surface="cli", watch=False) as executor:
             params = executor.decode_text(cap, items)
-            if cap.cli_remote:
+            if cap.cli_remote or cap.runs_live(params, mcp=False):
                 body = await _remote_or_local(executor, cap, params)
             else:
                 body = await call_watched(executor, cap, params, actor=_cli_actor())
@@ -245,6 +245,10 @@ async def _remote_or_local(executor: Executor, cap: Capability, params: msgspec.
     async with httpx.AsyncClient() as client:
         url = await find_server(executor.runtime.repository, client)
         if url is not None:
+            if getattr(params, "start", False) and cap.id == "plan.take":
+                from svc.cli._take import take_then_start
+
+                return await take_then_start(executor, client, url, cap, params, _cli_actor())
             return await call_remote(client, url, cap, params)
     click.echo(f"svc: {NO_SERVER}; answering from this process", err=True)
     return await executor.call(cap, params, actor=_cli_actor())

@@ -47,7 +47,8 @@ class CliEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One runnable command.
 
     A capability command names its `capability` and the Python module that declares it (`declared_in`);
-    `direct` when that capability is a read of the checkout alone, answered with no event loop. An
+    `direct` when that capability is a read of the checkout alone, answered with no event loop (unless one of
+    its `live` fields is given: then the serving server answers). An
     infrastructure command names its options Struct (`options`). `group` when other commands sit under its
     words (`svc plan` runs `plan.model` and holds `svc plan next`).
     """
@@ -59,6 +60,7 @@ class CliEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     capability: str | None = None
     declared_in: str | None = None
     direct: bool = False
+    live: list[str] = msgspec.field(default_factory=list)
     verdict: str | None = None
     preset: dict[str, Any] | None = None
     options: str | None = None
@@ -137,6 +139,7 @@ def describe_cli(registry: Registry) -> CliDescription:
                 capability=cap.id,
                 declared_in=cap.source_path.removeprefix("src/").removesuffix(".py").replace("/", "."),
                 direct=cap.read is not None and not cap.cli_remote,
+                live=list(cap.live),
                 verdict=cap.cli_verdict,
                 preset=spec.preset,
                 group=group,

@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeVar
 
 import httpx
 import mcp_types as types
+import msgspec
 import trio
 from packaging.version import InvalidVersion, Version
 
@@ -172,6 +173,10 @@ async def elect(repo: Repository, client: httpx.AsyncClient, timings: Timings) -
     raise Unavailable(f"{who} holds this checkout's lease and has not started serving; try again, or stop it")
 
 
+#: The tool whose `start` the bridge runs itself (`plan.take`).
+_TAKE = "svc_plan_take"
+
+
 class Relay:
     """The backend of a bridged stdio session: the serving process's `/mcp`, re-elected when it goes away.
 
@@ -196,11 +201,48 @@ class Relay:
         return await self._relay(lambda b: b.list_tools())
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, actor: Actor) -> types.CallToolResult:
-        """Forward the call; a repository writer runs here instead."""
+        """Forward the call; a repository writer runs here instead, and so does the start of a take."""
         if name in self.writers and isinstance(self.current, RemoteBackend):
             local = await self.host.writer_backend()
             return await local.call_tool(name, arguments, actor=actor)
+        if name == _TAKE and (arguments or {}).get("start") is True and isinstance(self.current, RemoteBackend):
+            return await self._take_then_start(arguments or {}, actor)
         return await self._relay(lambda b: b.call_tool(name, arguments, actor=actor))
+
+    async def _take_then_start(self, arguments: dict[str, Any], actor: Actor) -> types.CallToolResult:
+        """`svc_plan_take` with `start`: the claim on the serving process, the start move here.
+
+        The serving process takes without starting (the journal is its state, and `/mcp` never writes the
+        repository); this process then moves the issue to ACTIVE. A refused move releases a claim the take wrote
+        and answers the move's refusal.
+        """
+        from svc.plan import PlanTake, PlanTransitionResult
+
+        taken = await self._relay(lambda b: b.call_tool(_TAKE, {**arguments, "start": False}, actor=actor))
+        if taken.is_error or taken.structured_content is None or not taken.structured_content.get("taken"):
+            return taken
+        answer = msgspec.convert(taken.structured_content, PlanTake)
+        assert answer.issue is not None
+        local = await self.host.writer_backend()
+        move = {"issue": answer.issue.id, "transition": "start"}
+
+        async def release() -> None:
+            if not answer.existing and answer.claim is not None:
+                await self._relay(lambda b: b.call_tool("svc_mesh_release", {"claim": answer.claim}, actor=actor))
+
+        try:
+            started = await local.call_tool("svc_plan_transition", move, actor=actor)
+        except Exception:
+            await release()
+            raise
+        if started.is_error or started.structured_content is None:
+            await release()
+            return started
+        result = msgspec.convert(started.structured_content, PlanTransitionResult)
+        body = msgspec.json.encode(msgspec.structs.replace(answer, started=result))
+        return types.CallToolResult(
+            content=[types.TextContent(text=body.decode())], structured_content=msgspec.json.decode(body)
+        )
 
     async def list_resources(self) -> types.ListResourcesResult:
         """The serving process's resources."""

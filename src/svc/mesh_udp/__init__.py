@@ -93,6 +93,7 @@ from svc.mesh_udp._wire import check_envelope as check_envelope
 #: Names whose modules only a running mesh needs (links, the journal, the fold, handover records): loaded on
 #: first use, so a command line that declares the mesh's capabilities does not import them.
 _LAZY: dict[str, str] = {
+    "ClaimChoice": "svc.mesh_udp._cooperation",
     "Cooperation": "svc.mesh_udp._cooperation",
     "board_session": "svc.mesh_udp._cooperation",
     "Event": "svc.mesh_udp._events",
@@ -105,6 +106,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from svc.mesh_udp._cooperation import ClaimChoice as ClaimChoice
     from svc.mesh_udp._cooperation import Cooperation as Cooperation
     from svc.mesh_udp._cooperation import board_session as board_session
     from svc.mesh_udp._events import Event as Event
@@ -135,6 +137,7 @@ __all__ = [
     "REFUSAL_REASONS",
     "AdmitCommand",
     "Beacon",
+    "ClaimChoice",
     "ClaimInput",
     "ClaimView",
     "ConsumeAnswer",

@@ -65,12 +65,20 @@ if TYPE_CHECKING:
     from svc.mesh_udp._trust import TrustStore
     from svc.mesh_udp._wire import LinkMessage
 
-__all__ = ["BOARD_PREFIX", "Cooperation", "board_session"]
+__all__ = ["BOARD_PREFIX", "ClaimChoice", "Cooperation", "board_session"]
 
 _log = logging.getLogger("svc.mesh")
 
 BOARD_PREFIX: Final = "board-"
 COMPACT_EVERY: Final = 60
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimChoice:
+    """What `Cooperation.claim_chosen` claims: repository paths, and the issue the claim is for."""
+
+    scope: list[str]
+    issue: str | None = None
 
 
 def board_session(peer: str) -> str:
@@ -472,33 +480,83 @@ class Cooperation:
             Refused: not active; `claim_conflict` listing the claims met.
         """
         self._require_active()
-        if session is None:
-            if peer is None:
-                raise InvalidInput("session is required (only an MCP session stands for its own)")
-            session = board_session(peer)
+        session = self._named(session, peer)
         bare = self._own_session(session)
-        mode = mode or "exclusive"
         async with self._lock:
-            key = f"{self.stream}/{bare}"
-            if mode == "exclusive":
-                met = conflicts(self.state(), session=key, scope=scope)
-                if met:
-                    self.links.counters["claims_refused"] += 1
-                    listed = ", ".join(f"{c.key} ({c.session}: {' '.join(c.scope)})" for c in met)
-                    raise Refused(f"claim_conflict: the scope meets {listed}")
-            info = {"client": client or ("mcp" if peer is not None and session.startswith(BOARD_PREFIX) else "cli")}
-            info |= {k: v for k, v in (("intent", intent), ("issue", issue), ("task", task)) if v is not None}
-            await self._ensure_session(bare, info)
-            claim = new_claim_id()
-            body: dict[str, Any] = {
-                "kind": "claim_acquired",
-                "claim": claim,
-                "session": bare,
-                "scope": scope,
-                "mode": mode,
-            }
-            body |= {k: v for k, v in (("intent", intent), ("issue", issue)) if v is not None}
-            return await self._write(body, f"{self.stream}/{claim}")
+            info = self._session_info(session, peer, client, intent, issue, task)
+            return await self._acquire(bare, scope, mode or "exclusive", info, intent, issue)
+
+    async def claim_chosen(
+        self,
+        *,
+        session: str | None,
+        peer: str | None,
+        choose: Callable[[CooperationState, str], ClaimChoice | None],
+        client: str | None = None,
+        intent: str | None = None,
+    ) -> tuple[Written | None, list[str]]:
+        """Claim exclusively what `choose` picks from the fold, in one step under the journal lock.
+
+        First the session's conflicted claims that name an issue are released (they lost their scope to another
+        claim, so they hold nothing); then `choose(state, session key)` picks a scope and an issue, or nothing.
+        Answers the claim written (None when nothing was chosen) and the keys of the claims released.
+
+        Raises:
+            InvalidInput: no session named and no MCP session to stand for one.
+            Refused: not active; not this runtime's session; `claim_conflict` (`choose` picked a scope that
+                meets a live exclusive claim of another session).
+        """
+        self._require_active()
+        session = self._named(session, peer)
+        bare = self._own_session(session)
+        key = f"{self.stream}/{bare}"
+        async with self._lock:
+            released: list[str] = []
+            for lost in self.state().claims:
+                if lost.session == key and lost.issue is not None and lost.state.state == "conflicted":
+                    await self._write({"kind": "claim_released", "claim": lost.key.partition("/")[2]}, lost.key)
+                    released.append(lost.key)
+            choice = choose(self.state(), key)
+            if choice is None:
+                return None, released
+            info = self._session_info(session, peer, client, intent, choice.issue, None)
+            return await self._acquire(bare, choice.scope, "exclusive", info, intent, choice.issue), released
+
+    def _named(self, session: str | None, peer: str | None) -> str:
+        if session is not None:
+            return session
+        if peer is None:
+            raise InvalidInput("session is required (only an MCP session stands for its own)")
+        return board_session(peer)
+
+    @staticmethod
+    def _session_info(
+        session: str, peer: str | None, client: str | None, intent: str | None, issue: str | None, task: str | None
+    ) -> dict[str, Any]:
+        info = {"client": client or ("mcp" if peer is not None and session.startswith(BOARD_PREFIX) else "cli")}
+        return info | {k: v for k, v in (("intent", intent), ("issue", issue), ("task", task)) if v is not None}
+
+    async def _acquire(
+        self,
+        bare: str,
+        scope: list[str],
+        mode: str,
+        info: dict[str, Any],
+        intent: str | None,
+        issue: str | None,
+    ) -> Written:
+        """Write one claim of session `bare` (exclusive: refused when it meets another's); the caller holds the lock."""
+        if mode == "exclusive":
+            met = conflicts(self.state(), session=f"{self.stream}/{bare}", scope=scope)
+            if met:
+                self.links.counters["claims_refused"] += 1
+                listed = ", ".join(f"{c.key} ({c.session}: {' '.join(c.scope)})" for c in met)
+                raise Refused(f"claim_conflict: the scope meets {listed}")
+        await self._ensure_session(bare, info)
+        claim = new_claim_id()
+        body: dict[str, Any] = {"kind": "claim_acquired", "claim": claim, "session": bare, "scope": scope, "mode": mode}
+        body |= {k: v for k, v in (("intent", intent), ("issue", issue)) if v is not None}
+        return await self._write(body, f"{self.stream}/{claim}")
 
     def _claim(self, key: str) -> ClaimView:
         for claim in self.state().claims:

@@ -52,7 +52,9 @@ if TYPE_CHECKING:
     from svc.plan._model import PlanNextIssue as PlanNextIssue
     from svc.plan._model import PlanProject as PlanProject
     from svc.plan._model import PlanRoadmap as PlanRoadmap
+    from svc.plan._model import PlanSkipped as PlanSkipped
     from svc.plan._model import PlanStatusReport as PlanStatusReport
+    from svc.plan._model import PlanTake as PlanTake
     from svc.plan._model import PlanTransition as PlanTransition
     from svc.plan._model import PlanTransitionResult as PlanTransitionResult
     from svc.plan._model import PlanUnprovenStamp as PlanUnprovenStamp
@@ -82,9 +84,14 @@ if TYPE_CHECKING:
     from svc.plan._store import repair_ledger as repair_ledger
     from svc.plan._store import reseal as reseal
     from svc.plan._views import FAILURES_COMMAND as FAILURES_COMMAND
+    from svc.plan._views import NO_ISSUE as NO_ISSUE
+    from svc.plan._views import NONE_READY as NONE_READY
+    from svc.plan._views import NONE_UNCLAIMED as NONE_UNCLAIMED
+    from svc.plan._views import Passing as Passing
     from svc.plan._views import issue_list as issue_list
     from svc.plan._views import next_issue as next_issue
     from svc.plan._views import next_ready as next_ready
+    from svc.plan._views import next_unclaimed as next_unclaimed
     from svc.plan._views import record_view as record_view
     from svc.plan._views import roadmap as roadmap
     from svc.plan._views import status_report as status_report
@@ -101,6 +108,9 @@ __all__ = [
     "LEGACY_CUTOFF",
     "MILESTONE_STATUSES",
     "MOVES",
+    "NONE_READY",
+    "NONE_UNCLAIMED",
+    "NO_ISSUE",
     "SEAL_SCHEMA",
     "FindingCode",
     "FindingLevel",
@@ -110,6 +120,7 @@ __all__ = [
     "LedgerRepair",
     "MilestoneRecord",
     "Move",
+    "Passing",
     "Plan",
     "PlanCounts",
     "PlanEdge",
@@ -124,7 +135,9 @@ __all__ = [
     "PlanNextIssue",
     "PlanProject",
     "PlanRoadmap",
+    "PlanSkipped",
     "PlanStatusReport",
+    "PlanTake",
     "PlanTransition",
     "PlanTransitionResult",
     "PlanUnprovenStamp",
@@ -151,6 +164,7 @@ __all__ = [
     "move_issue",
     "next_issue",
     "next_ready",
+    "next_unclaimed",
     "overlap",
     "priority_rank",
     "project_directory",

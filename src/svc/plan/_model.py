@@ -34,7 +34,9 @@ __all__ = [
     "PlanNextIssue",
     "PlanProject",
     "PlanRoadmap",
+    "PlanSkipped",
     "PlanStatusReport",
+    "PlanTake",
     "PlanTransition",
     "PlanTransitionResult",
     "PlanUnprovenStamp",
@@ -253,12 +255,29 @@ _FAILURES = Meta(description="the failures (FAIL findings) of the whole plan; th
 _FAILURES_COMMAND = Meta(description="the command that lists the failures; present when there is one")
 
 
+class PlanSkipped(msgspec.Struct, frozen=True, kw_only=True):
+    """A READY issue passed over for a session: a live claim of another session meets its scope or names it."""
+
+    issue: Annotated[str, Meta(description="the issue passed over")]
+    claim: Annotated[str, Meta(description="the claim met (its key, <stream>/<claim id>)")]
+    session: Annotated[str, Meta(description="the session holding that claim (a session key)")]
+    runtime: Annotated[str, Meta(description="the runtime that wrote it (<node>-<runtime>)")]
+
+
 class PlanNextIssue(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """`plan.next`: the issue to take now, or why there is none; and what a person should know about it."""
 
     issue: PlanIssue | None = None
     active_milestone: str
     reason: str | None = None
+    session: Annotated[
+        str | None,
+        Meta(description="the session key the answer was made for (only when a session was named or implied)"),
+    ] = None
+    skipped: Annotated[
+        list[PlanSkipped],
+        Meta(description="READY issues passed over for live claims of other sessions, best first (omitted when none)"),
+    ] = msgspec.field(default_factory=list)
     failures: Annotated[UInt, _FAILURES]
     failures_command: Annotated[str | None, _FAILURES_COMMAND] = None
     unproven_stamps: Annotated[
@@ -349,6 +368,35 @@ class PlanIssueRecord(msgspec.Struct, frozen=True, kw_only=True, tag="issue", ta
     derived: PlanIssue
     issues: list[PlanIssue]
     findings: list[PlanFinding]
+
+
+Durability = Literal["synced", "memory", "not_durable"]
+
+
+class PlanTake(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """`plan.take`: the issue claimed for the session in one step, or why none was."""
+
+    taken: Annotated[bool, Meta(description="whether the session holds a claim on an issue now")]
+    session: Annotated[str, Meta(description="the session key the issue was taken for")]
+    issue: Annotated[PlanIssue | None, Meta(description="the issue taken (absent when nothing was)")] = None
+    claim: Annotated[str | None, Meta(description="the exclusive claim on its scope, with the issue id on it")] = None
+    scope: Annotated[list[str], Meta(description="the paths claimed: the issue's scope, else its record file")] = (
+        msgspec.field(default_factory=list)
+    )
+    existing: Annotated[bool, Meta(description="the session already held this claim; nothing was written")] = False
+    lamport: Annotated[int | None, Meta(description="the Lamport stamp of the claim's event")] = None
+    durability: Annotated[Durability | None, Meta(description="how the claim's event was kept")] = None
+    released: Annotated[
+        list[str],
+        Meta(description="the session's conflicted claims released first: they lost their scope (omitted when none)"),
+    ] = msgspec.field(default_factory=list)
+    skipped: Annotated[
+        list[PlanSkipped], Meta(description="READY issues passed over for live claims of other sessions")
+    ] = msgspec.field(default_factory=list)
+    reason: Annotated[str | None, Meta(description="why nothing was taken")] = None
+    started: Annotated[
+        PlanTransitionResult | None, Meta(description="the start move, when `start` was asked (MCP and the CLI)")
+    ] = None
 
 
 class PlanTransitionResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

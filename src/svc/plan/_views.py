@@ -6,7 +6,7 @@ status outside the issue vocabulary is `InvalidInput`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from svc._errors import InvalidInput, NotFound
 from svc.plan._derive import priority_rank
@@ -27,6 +27,7 @@ from svc.plan._model import (
     PlanMilestoneRecord,
     PlanNextIssue,
     PlanRoadmap,
+    PlanSkipped,
     PlanStatusReport,
     PlanUnprovenStamp,
     PlanValidation,
@@ -39,10 +40,13 @@ from svc.plan._proof import UnprovenStamp, unproven_stamps
 __all__ = [
     "FAILURES_COMMAND",
     "NONE_READY",
+    "NONE_UNCLAIMED",
     "NO_ISSUE",
+    "Passing",
     "issue_list",
     "next_issue",
     "next_ready",
+    "next_unclaimed",
     "record_view",
     "roadmap",
     "status_report",
@@ -54,6 +58,9 @@ __all__ = [
 FAILURES_COMMAND = "svc plan validate --level FAIL"
 NONE_READY = "no issue is READY: every open issue waits on a dependency or a milestone gate"
 NO_ISSUE = "the plan declares no issue"
+NONE_UNCLAIMED = "every READY issue meets a live claim of another session (see skipped)"
+#: Why an issue is passed over for a session (the claim it meets), or None when it may be taken.
+Passing = Callable[[PlanIssue], "PlanSkipped | None"]
 _CLOSED = ("DONE", "CANCELLED", "SUPERSEDED")
 
 
@@ -82,6 +89,36 @@ def next_ready(plan: Plan, milestone: str | None = None) -> PlanIssue | None:
         if found is not None:
             return found
     return _best(plan.issues)
+
+
+def next_unclaimed(plan: Plan, milestone: str | None, passing: Passing) -> tuple[PlanIssue | None, list[PlanSkipped]]:
+    """`next_ready` for a session: the best READY issue `passing` does not pass over, and those it passed over.
+
+    The same order and widening as `next_ready`; an issue is passed over when `passing(issue)` answers why (a
+    live claim of another session meets it). The issues passed over are listed best first, the milestone's
+    before the rest of the plan's.
+
+    Raises:
+        NotFound: `milestone` is not a milestone of the plan.
+    """
+    if milestone is not None:
+        _milestone(plan, milestone)
+    skipped: dict[str, PlanSkipped] = {}
+
+    def first(issues: Iterable[PlanIssue]) -> PlanIssue | None:
+        ready = (i for i in issues if i.status == "READY")
+        for issue in sorted(ready, key=lambda i: (i.wave, priority_rank(i.priority), i.id)):
+            met = skipped.get(issue.id) or passing(issue)
+            if met is None:
+                return issue
+            skipped[issue.id] = met
+        return None
+
+    scope = milestone if milestone is not None else plan.project.active_milestone
+    found = first(i for i in plan.issues if i.milestone == scope) if scope else None
+    if found is None:
+        found = first(plan.issues)
+    return found, list(skipped.values())
 
 
 def _failures(plan: Plan) -> int:
@@ -122,39 +159,60 @@ def _stamps_note(issue: PlanIssue, stamps: Sequence[PlanUnprovenStamp]) -> str:
 
 
 def next_issue(
-    plan: Plan, milestone: str | None = None, records: Records | None = None, domains: Sequence[str] = ()
+    plan: Plan,
+    milestone: str | None = None,
+    records: Records | None = None,
+    domains: Sequence[str] = (),
+    *,
+    session: str | None = None,
+    passing: Passing | None = None,
+    notes: Sequence[str] = (),
 ) -> PlanNextIssue:
     """`plan.next`: the issue, or the reason there is none, with the plan's failures and notes for a person.
 
     With `records` (those `plan` was derived from), the stamps the recommended issue's record carries but
-    that prove nothing are listed and explained (`domains`: the seal domains of other tools).
+    that prove nothing are listed and explained (`domains`: the seal domains of other tools). With `passing`
+    (the claims of other sessions than `session`), READY issues it passes over are skipped and listed;
+    `notes` come first among the answer's notes.
 
     Raises:
         NotFound: `milestone` is not a milestone of the plan.
     """
     if milestone is not None:
         _milestone(plan, milestone)
-    issue = next_ready(plan, milestone)
+    skipped: list[PlanSkipped] = []
+    if passing is None:
+        issue = next_ready(plan, milestone)
+    else:
+        issue, skipped = next_unclaimed(plan, milestone, passing)
     active = plan.project.active_milestone
     failures = _failures(plan)
-    notes = [_invalid_note(failures)] if failures else []
+    said = [*notes, *([_invalid_note(failures)] if failures else [])]
     command = _failures_command(failures)
     if issue is None:
-        reason = NONE_READY if plan.issues else NO_ISSUE
+        reason = NONE_UNCLAIMED if skipped else NONE_READY if plan.issues else NO_ISSUE
         return PlanNextIssue(
-            active_milestone=active, reason=reason, failures=failures, failures_command=command, notes=notes
+            active_milestone=active,
+            reason=reason,
+            session=session,
+            skipped=skipped,
+            failures=failures,
+            failures_command=command,
+            notes=said,
         )
     record = next((r for r in records.issues if r.id == issue.id), None) if records is not None else None
     stamps = [_stamp_view(u) for u in unproven_stamps(record, domains)] if record is not None else []
     if stamps:
-        notes.append(_stamps_note(issue, stamps))
+        said.append(_stamps_note(issue, stamps))
     return PlanNextIssue(
         issue=issue,
         active_milestone=active,
+        session=session,
+        skipped=skipped,
         failures=failures,
         failures_command=command,
         unproven_stamps=stamps,
-        notes=notes,
+        notes=said,
     )
 
 

@@ -114,8 +114,9 @@ class Declarations(Generic[CtxT]):
         read: Callable[..., Any] | None = None,
         **facts: Any,
     ) -> Capability:
-        if (handler is None) == (read is None):
-            raise ValueError(f"{self.module.id}.{local}: declare a handler or a read, exactly one")
+        live = facts.get("live", ())
+        if (handler is None) == (read is None) and not (live and handler is not None and read is not None):
+            raise ValueError(f"{self.module.id}.{local}: declare a handler or a read, exactly one (both with live)")
         return Capability(
             id=f"{self.module.id}.{local}",
             module=self.module.id,
@@ -150,15 +151,17 @@ class Declarations(Generic[CtxT]):
         cancellable: bool = False,
         cli_verdict: str | None = None,
         cli_remote: bool = False,
+        live: tuple[str, ...] = (),
     ) -> Capability:
         """A query `<module>.<local>`: it reads, is served on GET, and may be cached.
 
         It runs a `handler` ``(ctx, params)``, or, when it reads the checkout and nothing else, a `read`
-        ``(repository, params)`` (a plain function: the command line answers it with no event loop).
+        ``(repository, params)`` (a plain function: the command line answers it with no event loop). A read
+        may name `live` input fields and a handler for the inputs that set them (`Capability.runs_live`).
         `http` is the route as `"GET /api/v1/..."`, `cli` the command words as one string.
 
         Raises:
-            ValueError: neither or both of `handler` and `read` are given.
+            ValueError: neither or both of `handler` and `read` are given (both need `live`).
         """
         return self._capability(
             local,
@@ -178,6 +181,7 @@ class Declarations(Generic[CtxT]):
             cancellable=cancellable,
             cli_verdict=cli_verdict,
             cli_remote=cli_remote,
+            live=live,
         )
 
     def command(

@@ -155,6 +155,12 @@ class Capability:
     `cli_verdict` names a boolean field of the output: when the answer carries it false, the command line
     exits 10 (a report whose verdict is a failure, such as an invalid plan). `cli_remote` marks a
     capability whose state lives in the serving server (executions): its command asks that server.
+
+    A read may also declare a handler for the inputs it cannot answer from the checkout alone: `live` names
+    the input fields that need the serving runtime's state (a mesh `session`). An input that sets one of them,
+    or that an MCP session sends (it stands for its own session), runs the handler and is never cached; any
+    other runs the read (`runs_live`). The command line answers the read with no event loop and asks the
+    serving server for the rest.
     """
 
     id: str
@@ -176,7 +182,14 @@ class Capability:
     writes_repository: bool = False
     cli_verdict: str | None = None
     cli_remote: bool = False
+    live: tuple[str, ...] = ()
     source_path: str = ""
+
+    def runs_live(self, params: msgspec.Struct, *, mcp: bool) -> bool:
+        """Whether `params` needs the runtime's live state (the handler of a read that declares `live`)."""
+        if not self.live:
+            return False
+        return mcp or any(getattr(params, name, None) is not None for name in self.live)
 
     @property
     def executable(self) -> bool:

@@ -235,10 +235,15 @@ def _check_capability(cap: Capability, module_ids: set[str]) -> list[str]:
     if cap.kind == "resource":
         if cap.executable or http is not None or cli or (mcp is not None and mcp.tool):
             say(f"{cap.id}: a resource has no handler, HTTP route, CLI command or tool")
-    elif cap.handler is not None and cap.read is not None:
-        say(f"{cap.id}: a {cap.kind} has a handler or a read, not both")
+    elif cap.handler is not None and cap.read is not None and not cap.live:
+        say(f"{cap.id}: a {cap.kind} has a handler or a read, not both (unless it names its live fields)")
     elif not cap.executable:
         say(f"{cap.id}: a {cap.kind} needs a handler")
+    if cap.live and (cap.handler is None or cap.read is None):
+        say(f"{cap.id}: live fields need both a read and a handler")
+    for name in cap.live:
+        if name not in fields:
+            say(f"{cap.id}: live field {name!r} is not a field of the input")
     if cap.cli_verdict is not None and cap.cli_verdict not in _output_fields(cap):
         say(f"{cap.id}: cli_verdict {cap.cli_verdict!r} is not a field of the output")
     out.extend(_check_cache(cap))

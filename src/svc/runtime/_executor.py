@@ -87,7 +87,7 @@ class Executor:
         """
         self.admit(cap, actor)
         cache = self._caches.get(cap.id)
-        if cache is None:
+        if cache is None or cap.runs_live(params, mcp=actor.kind == "mcp"):
             return self.encode(await self.invoke(cap, params, self.context(actor)))
         key = self._canonical.encode(params)
         now = trio.current_time()
@@ -132,10 +132,12 @@ class Executor:
 async def run_declared(cap: Capability, params: msgspec.Struct, ctx: Context) -> Any:
     """Run what `cap` declares in the current task: its handler, or its read in a worker thread.
 
+    A read that names live fields runs its handler for an input that needs the runtime (`runs_live`).
+
     Raises:
         Internal: `cap` declares neither.
     """
-    if cap.read is not None:
+    if cap.read is not None and not cap.runs_live(params, mcp=ctx.actor.kind == "mcp"):
         return await trio.to_thread.run_sync(cap.read, ctx.runtime.repository, params)
     if cap.handler is None:
         raise Internal(f"{cap.id} is not executable")

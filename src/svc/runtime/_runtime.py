@@ -12,8 +12,10 @@ import datetime as dt
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import trio
 
@@ -22,6 +24,8 @@ from svc._version import __version__
 from svc.layer import LayerIndex, LayerReading, ObjectIndex, Repository, read_manifest
 from svc.registry._registry import Registry
 from svc.runtime._generation import Generation
+
+_T = TypeVar("_T")
 
 __all__ = ["BUILD_SECONDS", "ExecutableStamp", "McpAttachments", "Runtime", "ServerFacts", "utc_now"]
 
@@ -123,6 +127,22 @@ class Runtime:
         return self._index[1]
 
     _manifest: tuple[int, LayerReading] | None = None
+    _derived: dict[Callable[[Repository], Any], tuple[int, Any]] = field(default_factory=dict)
+    _deriving: threading.Lock = field(default_factory=threading.Lock)
+
+    def derived(self, build: Callable[[Repository], _T]) -> _T:
+        """What `build` derives from the checkout, as of the current generation (rebuilt when it moved; blocking).
+
+        One build at a time: callers of one generation wait for the build in progress and share what it built
+        (the plan a claim-aware `plan.next` or a `plan.take` weighs, read once per generation).
+        """
+        with self._deriving:
+            current = self.generation.value
+            held = self._derived.get(build)
+            if held is None or held[0] != current:
+                held = self._derived[build] = (current, build(self.repository))
+            value: _T = held[1]
+            return value
 
     def manifest(self) -> LayerReading:
         """The manifest reading of the current generation (re-read when the generation moved; blocking)."""

@@ -1,0 +1,196 @@
+"""The plan weighed against the mesh's live claims: `plan.next` for a session, and `plan.take`.
+
+An issue is passed over for a session when a live claim (held or conflicted, of any mode) of another session
+meets the paths the issue would claim (its `scope`, else its record file) or names the issue. `plan.take`
+picks the issue `plan.next` would answer for the session and claims those paths exclusively, with the issue id
+on the claim, in one step under the journal lock (`Cooperation.claim_chosen`): concurrent takes on one runtime
+never pick the same issue. Across runtimes two takes of one issue may both be written before they meet; the
+fold then names one winner on every runtime, the loser's claim reads `conflicted`, and the loser's next take
+releases it and moves on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+
+import msgspec
+import trio
+
+from svc._errors import Forbidden, InvalidInput
+from svc.capabilities._cooperation import active_cooperation, running_cooperation
+from svc.layer._required import require_layer
+from svc.mesh_udp import ClaimChoice, ClaimView, Cooperation, CooperationState, Written
+from svc.mesh_udp._cooperation import board_session
+from svc.mesh_udp._fold import paths_meet
+from svc.plan import (
+    NO_ISSUE,
+    NONE_READY,
+    NONE_UNCLAIMED,
+    Passing,
+    PlanIssue,
+    PlanNextIssue,
+    PlanSkipped,
+    PlanTake,
+    Snapshot,
+    known_domains,
+    next_issue,
+    next_unclaimed,
+    read_snapshot,
+)
+from svc.runtime import Context
+
+__all__ = ["claim_scopes", "next_for_session", "passing_for", "take_for", "take_issue"]
+
+_LIVE = ("held", "conflicted")
+_START_OVER_HTTP = (
+    "HTTP never writes the repository: plan.take with start moves the issue (plan.transition); take it over "
+    "HTTP without start, or with start through the MCP tool svc_plan_take over stdio (`svc mcp`) or `svc plan "
+    "take --start`"
+)
+
+
+def claim_scopes(snapshot: Snapshot) -> dict[str, list[str]]:
+    """The paths each issue claims when taken: its scope, else its record file."""
+    return {record.id: list(record.scope) or [record.path] for record in snapshot.records.issues}
+
+
+def passing_for(state: CooperationState, session: str, scopes: Mapping[str, list[str]]) -> Passing:
+    """Why an issue is passed over for `session` (a session key): the first live claim of another session met."""
+    others = [c for c in state.claims if c.session != session and c.state.state in _LIVE]
+
+    def passed(issue: PlanIssue) -> PlanSkipped | None:
+        paths = scopes.get(issue.id) or list(issue.scope)
+        for claim in others:
+            if claim.issue == issue.id or any(paths_meet(mine, theirs) for mine in paths for theirs in claim.scope):
+                return PlanSkipped(issue=issue.id, claim=claim.key, session=claim.session, runtime=claim.runtime)
+        return None
+
+    return passed
+
+
+def _session_key(coop: Cooperation, session: str) -> str:
+    return session if "/" in session else f"{coop.stream}/{session}"
+
+
+async def _snapshot(ctx: Context) -> Snapshot:
+    """The plan as of the runtime's generation, read once per generation (`Runtime.derived`)."""
+    require_layer(ctx.runtime.repository)
+    return await trio.to_thread.run_sync(ctx.runtime.derived, read_snapshot)
+
+
+async def next_for_session(ctx: Context, milestone: str | None, session: str | None) -> PlanNextIssue:
+    """`plan.next` weighed against the claims of every session but `session` (an MCP caller's own by default).
+
+    Where cooperation does not run, the answer is the plain one; a session named explicitly adds a note saying
+    that no claim was weighed.
+    """
+    snapshot = await _snapshot(ctx)
+    found = await running_cooperation(ctx)
+    if isinstance(found, str) or found.reason is not None:
+        why = found if isinstance(found, str) else found.reason
+        notes = [f"no claim was weighed: cooperation does not run here ({why})"] if session is not None else []
+        return next_issue(snapshot.plan, milestone, snapshot.records, known_domains(), notes=notes)
+    if session is None:
+        if ctx.actor.peer is None:
+            raise InvalidInput("session is required: only an MCP session stands for its own (board-<peer>)")
+        session = board_session(ctx.actor.peer)
+    key = _session_key(found, session)
+    passing = passing_for(found.state(), key, claim_scopes(snapshot))
+    return next_issue(snapshot.plan, milestone, snapshot.records, known_domains(), session=key, passing=passing)
+
+
+def _own_claim(state: CooperationState, session: str, issue: str) -> ClaimView | None:
+    return next(
+        (c for c in state.claims if c.session == session and c.issue == issue and c.state.state == "held"), None
+    )
+
+
+async def take_for(
+    coop: Cooperation,
+    snapshot: Snapshot,
+    *,
+    session: str | None,
+    peer: str | None,
+    milestone: str | None = None,
+    intent: str | None = None,
+) -> tuple[PlanTake, Written | None]:
+    """Take `snapshot`'s next issue for the session on `coop`: the answer, and the claim written (None if none).
+
+    A session that already holds a claim on the issue it would take gets that claim back (`existing`), nothing
+    written.
+
+    Raises:
+        InvalidInput: no session named and no MCP peer to stand for one.
+        Refused: not active; the session is another runtime's (`not_own`).
+        NotFound: an unknown milestone.
+    """
+    scopes = claim_scopes(snapshot)
+    picked: list[tuple[PlanIssue | None, list[PlanSkipped], ClaimView | None]] = []
+
+    def choose(state: CooperationState, key: str) -> ClaimChoice | None:
+        issue, skipped = next_unclaimed(snapshot.plan, milestone, passing_for(state, key, scopes))
+        held = _own_claim(state, key, issue.id) if issue is not None else None
+        picked.append((issue, skipped, held))
+        if issue is None or held is not None:
+            return None
+        return ClaimChoice(scope=scopes[issue.id], issue=issue.id)
+
+    written, released = await coop.claim_chosen(session=session, peer=peer, choose=choose, intent=intent)
+    issue, skipped, held = picked[-1]
+    key = _session_key(coop, session if session is not None else board_session(peer or ""))
+    if issue is None:
+        reason = NONE_UNCLAIMED if skipped else NONE_READY if snapshot.plan.issues else NO_ISSUE
+        return PlanTake(taken=False, session=key, released=released, skipped=skipped, reason=reason), None
+    if written is not None:
+        claim, scope, lamport = written.key, scopes[issue.id], written.lamport
+    else:
+        assert held is not None
+        claim, scope, lamport = held.key, held.scope, held.acquired_lamport
+    answer = PlanTake(
+        taken=True,
+        session=key,
+        issue=issue,
+        claim=claim,
+        scope=scope,
+        existing=written is None,
+        lamport=lamport,
+        durability=written.durability if written is not None else None,
+        released=released,
+        skipped=skipped,
+    )
+    return answer, written
+
+
+async def take_issue(
+    ctx: Context, *, session: str | None, milestone: str | None, start: bool, intent: str | None
+) -> PlanTake:
+    """`plan.take`: claim the session's next issue exclusively (`take_for`), and with `start` move it to ACTIVE.
+
+    When the start move is refused, a claim written by this call is released before the refusal is answered.
+
+    Raises:
+        Forbidden: `start` asked over HTTP.
+        InvalidInput: no session named and the caller is no MCP session.
+        Refused: cooperation does not run here (`not_active`); the session is another runtime's (`not_own`).
+        NotFound: no `.ai/` layer; an unknown milestone.
+    """
+    if start and ctx.actor.over_http:
+        raise Forbidden(_START_OVER_HTTP)
+    coop = await active_cooperation(ctx)
+    peer = ctx.actor.peer if ctx.actor.kind == "mcp" else None
+    if session is None and peer is None:
+        raise InvalidInput("session is required: only an MCP session stands for its own (board-<peer>)")
+    snapshot = await _snapshot(ctx)
+    answer, written = await take_for(coop, snapshot, session=session, peer=peer, milestone=milestone, intent=intent)
+    if not start or answer.issue is None:
+        return answer
+    from svc.capabilities._plan import start_issue
+
+    try:
+        started = await trio.to_thread.run_sync(partial(start_issue, ctx, answer.issue.id))
+    except Exception:
+        if written is not None:
+            await coop.release(written.key)
+        raise
+    return msgspec.structs.replace(answer, started=started)
