@@ -12,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from svc import Internal, InvalidInput, NotFound
+from svc import Internal, InvalidInput, NotFound, Unavailable
 from svc.layer import Repository
 from svc.registry import Cache, Capability, Example, Exposure, HttpExposure, Module, build_registry, input_problems
 from svc.runtime import Actor, Executor, Generation, Runtime, Supervisor
@@ -278,6 +278,63 @@ async def test_a_closing_supervisor_refuses_new_work(tmp_path: Path) -> None:
         assert await supervisor.run(work) == 1
     with pytest.raises(Exception, match="stopping"):
         await supervisor.run(work)
+
+
+async def test_closing_cancels_every_run_in_its_callers_task_and_waits_for_it() -> None:
+    started = trio.Event()
+    unwound: list[str] = []
+
+    async def work() -> int:
+        started.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.lowlevel.checkpoint()
+            unwound.append("run")
+        return 1
+
+    outcome: list[BaseException] = []
+
+    async def caller(supervisor: Supervisor) -> None:
+        try:
+            await supervisor.run(work)
+        except Unavailable as exc:
+            outcome.append(exc)
+
+    async with trio.open_nursery() as callers:
+        async with Supervisor.open() as supervisor:
+            callers.start_soon(caller, supervisor)
+            await started.wait()
+            assert supervisor.active == 1
+        # The supervisor has closed: the run was cancelled in its caller's task and had unwound before the close ended.
+        assert unwound == ["run"]
+        assert supervisor.active == 0
+    assert [str(exc) for exc in outcome] == ["the service stopped before the call finished"]
+
+
+async def test_a_run_that_does_not_unwind_holds_the_close_at_most_its_bound(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from svc.runtime._supervisor import UNWIND_SECONDS
+
+    started = trio.Event()
+    finish = trio.Event()
+
+    async def stubborn() -> int:
+        started.set()
+        with trio.CancelScope(shield=True):
+            await finish.wait()
+        return 1
+
+    async with trio.open_nursery() as callers:
+        async with Supervisor.open() as supervisor:
+            callers.start_soon(supervisor.run, stubborn)
+            await started.wait()
+            closing = trio.current_time()
+        assert trio.current_time() - closing == pytest.approx(UNWIND_SECONDS)
+        assert supervisor.active == 1
+        finish.set()
 
 
 async def test_a_read_runs_in_a_worker_thread_with_the_repository(tmp_path: Path) -> None:

@@ -192,7 +192,7 @@ class Exchange:
     their connections open forever. The send itself is no longer than before: hypercorn already writes to
     the socket shielded.
 
-    `send_direct` is the same send without the shield, for the capability routes `SvcApp` answers itself:
+    `answer` sends a whole response without the shield, for the capability routes `SvcApp` answers itself:
     nothing cancels their task while it sends (a cancellable capability's disconnect watch has ended by
     then), and a shield scope per message is a measurable part of what such a request costs.
     """
@@ -240,11 +240,17 @@ class Exchange:
         with trio.CancelScope(shield=True):
             await self._send(message)
 
-    async def send_direct(self, message: Message) -> None:
-        """Send an ASGI message unshielded: for an app that no framework cancels while it sends (see the class)."""
-        if message["type"] == "http.response.start":
-            self.started = True
-        await self._send(message)
+    async def answer(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        """Send a whole response unshielded: for the capability routes no framework cancels (see the class)."""
+        self.started = True
+        await self._send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [*headers, (b"content-length", b"%d" % len(body))],
+            }
+        )
+        await self._send({"type": "http.response.body", "body": body})
 
     async def refuse(self, exc: SvcError) -> None:
         """Answer `exc` as an ErrorBody, unless a response has begun (the connection then closes unfinished)."""
@@ -269,6 +275,8 @@ class SvcApp:
         self.registry = executor.runtime.registry
         self.pages = pages
         self.mounts = dict(mounts or {})
+        if any(prefix.startswith(API_PREFIX.rstrip("/")) for prefix in self.mounts):
+            raise ValueError(f"a mount under {API_PREFIX} would never be reached: the capability routes answer there")
         self.limits = limits or HttpLimits()
         self._actor = Actor(kind="http")
 
@@ -278,7 +286,10 @@ class SvcApp:
             return
         exchange = Exchange(scope, receive, send, self.limits)
         try:
-            await self._dispatch(scope, exchange.receive, exchange.send, exchange.send_direct)
+            if scope["path"].startswith(API_PREFIX):
+                await self._capability(scope, exchange)
+            else:
+                await self._dispatch(scope, exchange.receive, exchange.send)
         except* SvcError as group:
             await exchange.refuse(_first(group))
         except* Exception as group:
@@ -287,8 +298,8 @@ class SvcApp:
             _log.error("%s %s failed (correlation id %s)", scope["method"], scope["path"], correlation, exc_info=group)
             await exchange.refuse(Internal(f"internal error (correlation id {correlation})"))
 
-    async def _dispatch(self, scope: Scope, receive: Receive, send: Send, direct: Send | None = None) -> None:
-        """Check a request and route it; `direct` is the unshielded send the capability routes answer through."""
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check a request that is no HTTP request under `/api/v1/`, and route it."""
         kind = scope["type"]
         if kind == "lifespan":
             await self.pages(scope, receive, send)
@@ -306,19 +317,24 @@ class SvcApp:
             if path == prefix or path.startswith(prefix + "/"):
                 await app(scope, receive, send)
                 return
-        if kind == "http" and path.startswith(API_PREFIX):
-            await self._capability(scope, receive, direct or send, path)
-        elif path in PAGE_PATHS or path.startswith(PAGE_PREFIXES):
+        if path in PAGE_PATHS or path.startswith(PAGE_PREFIXES):
             await self.pages(scope, receive, send)
         elif kind == "websocket":
             await _refuse_websocket(send, NotFound(f"no WebSocket at {path}"))
         else:
             await send_error(send, NotFound(f"no route {path}; see / and /api/v1"))
 
-    async def _capability(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+    async def _capability(self, scope: Scope, exchange: Exchange) -> None:
+        """Answer an HTTP request under `/api/v1/`: check it, decode it, call the executor, send the answer.
+
+        One frame between the server and the executor, and the answer sent in one call: every level a
+        request's task passes through is passed again at each of its suspensions.
+        """
         method: str = scope["method"]
+        receive = exchange.receive
         try:
-            cap = self._route(method, path)
+            check_request(scope)
+            cap = self._route(method, scope["path"])
             self.executor.admit(cap, self._actor)
             if method == "GET":
                 params = self.executor.decode_text(cap, _query_items(scope))
@@ -331,10 +347,10 @@ class SvcApp:
             else:
                 body = await self.executor.call(cap, params, actor=self._actor)
         except SvcError as exc:
-            await send_error(send, exc)
+            await exchange.answer(*error_response(exc))
             return
         if body is not None:
-            await send_bytes(send, 200, _JSON_HEADERS, body)
+            await exchange.answer(200, _JSON_HEADERS, body)
 
     def _route(self, method: str, path: str) -> Capability:
         cap = self.registry.by_route.get((method, path))
