@@ -3,11 +3,14 @@
 A served executor (the repository watcher in notify or poll mode, generation-cached answers, the parse cache
 file and its memory) is compared with a read that parses every record from its bytes (no cache file, nothing in
 memory), before and after an edit of the plan. The edit must show in every answer once the generation moved.
+A process's read that reuses the derivation the cache file stores answers the same bytes too, and so does one
+after the file was torn or deleted, or a record was edited.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ from svc._errors import SvcError
 from svc.capabilities._plan import CAPABILITIES
 from svc.host._service import open_service
 from svc.layer import Repository
-from svc.plan import _cache
+from svc.plan import Plan, Records, _cache, _store, derive
 from svc.registry import Capability, decode_value
 from svc.runtime import Actor, Executor
 from svc.runtime._generation import WatchMode
@@ -52,8 +55,9 @@ updated_at: 2026-11-26
 
 
 def _cases(repo: Repository) -> list[tuple[Capability, dict[str, Any]]]:
-    """Every plan query with no input, per milestone where it filters by one, and `plan.record` for a few ids."""
-    queries = [c for c in CAPABILITIES if not c.writes_repository]
+    """Every plan query (a declared read) with no input, per milestone where it filters by one, and `plan.record`
+    for a few ids."""
+    queries = [c for c in CAPABILITIES if c.read is not None]
     milestones = sorted(p.stem for p in (repo.root / ".ai/repo/project/milestones").glob("*.yaml"))
     cases: list[tuple[Capability, dict[str, Any]]] = []
     for cap in queries:
@@ -133,3 +137,58 @@ def _next_milestone(answers: dict[str, bytes]) -> str:
     """The milestone of the issue `plan.next` answered (the new issue joins it)."""
     issue = msgspec.json.decode(answers["plan.next {}"])["issue"]
     return str(issue["milestone"])
+
+
+def _derivations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the plans the reads derive (one element per derivation)."""
+    counted: list[int] = []
+
+    def counting(records: Records, **kw: Any) -> Plan:
+        counted.append(1)
+        return derive(records, **kw)
+
+    monkeypatch.setattr(_store, "derive", counting)
+    return counted
+
+
+def _each_a_new_process(repo: Repository, cases: list[tuple[Capability, dict[str, Any]]]) -> dict[str, bytes]:
+    """Each case's answer read as a new command line process reads it: nothing in memory, the cache file as it is."""
+    out: dict[str, bytes] = {}
+    for cap, given in cases:
+        _cache.forget()
+        assert cap.read is not None
+        try:
+            out[f"{cap.id} {given}"] = msgspec.json.encode(cap.read(repo, decode_value(cap, given)))
+        except SvcError as exc:
+            out[f"{cap.id} {given}"] = _outcome(exc)
+    return out
+
+
+def test_every_plan_answer_is_the_same_from_the_stored_derivation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_cache, "_now_ns", lambda: time.time_ns() + 10 * 10**9)
+    root = make_checkout(tmp_path / "checkout")
+    repo = Repository.discover(root)
+    cases = _cases(repo)
+    fresh = _parsed_from_bytes(repo, cases)
+    assert (root / CACHE).is_file(), "the last read from bytes stored the entries and the derivation"
+    derived = _derivations(monkeypatch)
+    assert _each_a_new_process(repo, cases) == fresh
+    assert derived == [], "every read reused the stored derivation"
+    cache = root / CACHE
+    cache.write_bytes(cache.read_bytes()[: cache.stat().st_size // 2])
+    assert _each_a_new_process(repo, cases) == fresh
+    assert len(derived) == 1, "a torn file is a miss; the read after it replaced the file"
+    cache.unlink()
+    derived.clear()
+    assert _each_a_new_process(repo, cases) == fresh
+    assert len(derived) == 1
+    issue = next((root / ".ai/repo/project/issues").glob("*.yaml"))
+    issue.write_bytes(issue.read_bytes().replace(b"title: ", b"title: Edited ", 1))
+    derived.clear()
+    edited = _each_a_new_process(repo, cases)
+    assert len(derived) == 1
+    assert edited == _parsed_from_bytes(repo, cases)
+    assert edited != fresh
+    assert str(root) not in str(edited)

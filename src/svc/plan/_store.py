@@ -1,7 +1,8 @@
 """The thin file layer of the plan: reading the record directories, and moving an issue under the lock.
 
-A query's read opens only the records whose stat changed since the parse cache (`_cache.py`) stored them;
-a move's read (`exact=True`) reads every record's bytes and reuses a parse only for the same bytes. A move
+A query's read reuses the plan the cache (`_cache.py`) derived when no record file changed since (one `lstat`
+per file, nothing opened), and otherwise opens only the records whose stat changed since their parses were
+stored; a move's read (`exact=True`) reads every record's bytes and reuses a parse only for the same bytes. A move
 runs, in one worker thread and under the exclusive cross-process lock `.ai/local/state/plan.lock`, the steps
 of docs/plan.md: load and derive afresh, check the move, edit the record text, replace the file atomically,
 report the write (`on_written`), append the ledger line, derive again from disk, release. Before its own move
@@ -38,13 +39,13 @@ from svc.layer import (
     write_atomic,
 )
 from svc.layer._required import require_layer
-from svc.plan._cache import ParseCache
+from svc.plan._cache import Listing, ParseCache
 from svc.plan._derive import derive
 from svc.plan._edit import check_move, reseal_record, stamp_record
 from svc.plan._ledger import LedgerError, append_line, ledger_line
 from svc.plan._load import Parsed, RecordKind, Records, assemble, gc_paused, parse_record
 from svc.plan._model import Plan, PlanFinding, PlanTransitionResult
-from svc.plan._pending import PENDING, PendingEvent, clear_pending, settle, unlogged, write_pending
+from svc.plan._pending import PENDING, PendingEvent, clear_pending, read_pending, settle, unlogged, write_pending
 from svc.plan._seal import MOVES, SEAL_SCHEMA, Move, domain_problem, known_domains, seal, sealing_domain
 from svc.plan._views import next_ready
 
@@ -113,21 +114,26 @@ def _read_dir(
     cache: ParseCache,
     findings: list[PlanFinding],
     read: dict[str, bytes],
-) -> list[tuple[str, Parsed]]:
+) -> list[tuple[str, Parsed | None]]:
     """(file name, parse) of every `*.yaml` file directly in `directory` (dot files skipped).
 
-    A file the reading rule refuses (a directory named `*.yaml`, a FIFO, a symlink loop or one leaving the
-    checkout, over 4 MiB, no permission) is left out with an `unreadable` finding; so is a refused directory.
-    The bytes of every file read (not kept unopened by the cache) go into `read`.
+    The parse is None for a file the cache kept unopened (`_parsed` decodes it, when the stored derivation
+    is not reused). A file the reading rule refuses (a directory named `*.yaml`, a FIFO, a symlink loop or
+    one leaving the checkout, over 4 MiB, no permission) is left out with an `unreadable` finding; so is a
+    refused directory. The bytes of every file read (not kept unopened by the cache) go into `read`.
     """
-    out: list[tuple[str, Parsed]] = []
+    out: list[tuple[str, Parsed | None]] = []
     try:
         for name, st, data in scan_repository_dir(repo.root, directory, _select, cache.reuse(kind)):
             if isinstance(data, Unreadable):
                 findings.append(_unreadable(name[: -len(".yaml")], data))
+                cache.refused()
                 continue
-            if data is not None:
-                read[name] = data
+            if data is None:
+                cache.keep(kind, name)
+                out.append((name, None))
+                continue
+            read[name] = data
             out.append((name, cache.take(kind, name, st, data)))
     except FileNotFoundError:
         pass
@@ -136,33 +142,108 @@ def _read_dir(
     return out
 
 
-def _read_project(repo: Repository, directory: Path, cache: ParseCache, findings: list[PlanFinding]) -> Parsed | None:
-    """The parse of `project.yaml` (None when it is absent or refused, refused with an `unreadable` finding).
+def _read_project(
+    repo: Repository, directory: Path, cache: ParseCache, findings: list[PlanFinding]
+) -> list[tuple[str, Parsed | None]]:
+    """`project.yaml` and its parse, as `_read_dir` gives them (none when it is absent or refused).
 
-    A project directory the reading rule refuses is not an error of its own here (the record directories
-    report it): `project.yaml` is then judged alone, as the reading rule judges one file.
+    A refused file is an `unreadable` finding. A project directory the reading rule refuses is not an error
+    of its own here (the record directories report it): `project.yaml` is then judged alone, as the reading
+    rule judges one file.
     """
     try:
         scanned = list(scan_repository_dir(repo.root, directory, _is_project, cache.reuse("project")))
     except FileNotFoundError:
-        return None
+        return []
     except OSError:
+        cache.refused()
         try:
             alone = read_repository_file(repo.root, directory / "project.yaml")
         except FileNotFoundError:
-            return None
+            return []
         except Unreadable as exc:
             findings.append(_unreadable("project", exc))
-            return None
+            return []
         except OSError:  # a component of the path is not a directory: the record directories report it
-            return None
-        return parse_record("project", "project.yaml", alone, cache.base)
+            return []
+        return [("project.yaml", parse_record("project", "project.yaml", alone, cache.base))]
     for name, st, data in scanned:
         if isinstance(data, Unreadable):
             findings.append(_unreadable("project", data))
+            cache.refused()
+            return []
+        if data is None:
+            cache.keep("project", name)
+            return [(name, None)]
+        return [(name, cache.take("project", name, st, data))]
+    return []
+
+
+def _listed(repo: Repository, directory: Path, cache: ParseCache) -> Listing | None:
+    """Per kind, the record files' names, when every one is unchanged since the cache stored it; else None.
+
+    The quick first pass of a query that may reuse the cached derivation: each directory is checked and listed
+    as `scan_repository_dir` does, each `*.yaml` file `lstat`ed and judged by `cache.unchanged`; nothing is
+    opened. It stops at the first file that differs, or a directory that is refused or cannot be listed (the
+    scan then reports it).
+    """
+    listed: Listing = {}
+    folders: tuple[tuple[RecordKind, Path, Callable[[str], bool]], ...] = (
+        ("project", directory, _is_project),
+        ("milestone", directory / "milestones", _select),
+        ("issue", directory / "issues", _select),
+    )
+    for kind, folder, select in folders:
+        try:
+            real = check_repository_dir(repo.root, folder)
+        except FileNotFoundError:
+            listed[kind] = []
+            continue
+        except OSError:
             return None
-        return cache.take("project", name, st, data)
-    return None
+        same = cache.unchanged(kind)
+        names: list[str] = []
+        try:
+            with os.scandir(real) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if select(name):
+                        if not same(name, entry.stat(follow_symlinks=False)):
+                            return None
+                        names.append(name)
+        except OSError:
+            return None
+        listed[kind] = names
+    return listed
+
+
+def _parsed(
+    repo: Repository,
+    cache: ParseCache,
+    kind: RecordKind,
+    folder: Path,
+    files: list[tuple[str, Parsed | None]],
+    findings: list[PlanFinding],
+) -> list[tuple[str, Parsed]]:
+    """Every file's parse, those kept unopened decoded from their entries.
+
+    A file whose entry cannot be decoded (a spoiled cache file) is read and parsed now, its entry dropped.
+    """
+    out: list[tuple[str, Parsed]] = []
+    for name, parsed in files:
+        if parsed is None:
+            parsed = cache.stored(kind, name)
+        if parsed is None:
+            cache.drop(kind, name)
+            try:
+                parsed = parse_record(kind, name, read_repository_file(repo.root, folder / name), cache.base)
+            except FileNotFoundError:
+                continue
+            except Unreadable as exc:
+                findings.append(_unreadable("project" if kind == "project" else name[: -len(".yaml")], exc))
+                continue
+        out.append((name, parsed))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +262,10 @@ class Snapshot:
 def read_snapshot(repo: Repository, *, exact: bool = False) -> Snapshot:
     """Read every record of `repo` and derive the plan (an absent layer is an empty plan).
 
-    A query's read keeps unopened every record whose (size, mtime, inode, ctime) equal its parse cache entry.
-    `exact=True` (a move) reads every record's bytes and reuses a parse only for the very bytes it parsed.
+    A query's read reuses the cached derivation when every record file's (size, mtime, inode, ctime) equal its
+    entry's, the files are the same, no ledger line is pending and the seal domains are the same; otherwise it
+    keeps unopened every record whose four numbers equal its entry's, and derives. `exact=True` (a move) reads
+    every record's bytes, reuses a parse only for the very bytes it parsed, and always derives.
     """
     with gc_paused():
         return _snapshot(repo, exact)
@@ -194,19 +277,36 @@ def _snapshot(repo: Repository, exact: bool) -> Snapshot:
         records = Records(findings=tuple(findings))
         return Snapshot(records=records, plan=derive(records))
     cache = ParseCache(repo, directory, repo.relative(directory), exact=exact)
+    if cache.may_reuse():
+        listed = _listed(repo, directory, cache)
+        if listed is not None and read_pending(repo.root, repo.local_state) is None:
+            quick = cache.derived(clean=True, listed=listed)
+            if quick is not None:
+                cache.close()
+                return Snapshot(records=quick[0], plan=quick[1])
     project = _read_project(repo, directory, cache, findings)
     read: dict[str, bytes] = {}
     milestones = _read_dir(repo, directory / "milestones", "milestone", cache, findings, {})
     issues = _read_dir(repo, directory / "issues", "issue", cache, findings, read)
-    cache.close()
-    records = assemble(project, milestones, issues)
+    issue_bytes = {name[: -len(".yaml")]: data for name, data in read.items()}
+    pending = read_pending(repo.root, repo.local_state)
+    clean = not findings and pending is None
+    reused = cache.derived(clean=clean)
+    if reused is not None:
+        cache.close()
+        return Snapshot(records=reused[0], plan=reused[1], issue_bytes=issue_bytes)
+    header = _parsed(repo, cache, "project", directory, project, findings)
+    records = assemble(
+        header[0][1] if header else None,
+        _parsed(repo, cache, "milestone", directory / "milestones", milestones, findings),
+        _parsed(repo, cache, "issue", directory / "issues", issues, findings),
+    )
     if findings:
         records = dataclasses.replace(records, findings=(*findings, *records.findings))
-    return Snapshot(
-        records=records,
-        plan=derive(records, unlogged=_unlogged(repo, records)),
-        issue_bytes={name[: -len(".yaml")]: data for name, data in read.items()},
-    )
+    gap = frozenset() if pending is None else _unlogged(repo, records)
+    plan = derive(records, unlogged=gap)
+    cache.close((records, plan), clean=clean)
+    return Snapshot(records=records, plan=plan, issue_bytes=issue_bytes)
 
 
 def _unlogged(repo: Repository, records: Records) -> frozenset[tuple[str, str, str]]:
