@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from svc.layer import YamlAliases, YamlError, load_yaml
-from svc.layer._yaml import _ESCAPES, _pyyaml, _read_records, _Unsure
+from svc.layer._yaml import _ESCAPES, _RESOLVED_FIRST, _pyyaml, _read_records, _Unsure
 from tests.conftest import ROOT, SHARED_CORPUS
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -398,3 +399,21 @@ def test_pyyaml_is_imported_only_to_parse() -> None:
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True, timeout=60)
     assert result.stdout.decode().split() == ["False", "True"]
+
+
+def test_only_plain_scalars_the_loader_may_resolve_consult_it() -> None:
+    py = _pyyaml()
+    assert py.wildcard == [], "a resolver for any first character: every plain scalar would need the loader"
+    first = {key for key in py.resolvers if key}
+    assert first <= _RESOLVED_FIRST, f"first characters resolved but not listed: {sorted(first - _RESOLVED_FIRST)}"
+
+
+def test_a_share_file_of_plain_text_reads_without_pyyaml() -> None:
+    code = (
+        "import sys\n"
+        "from svc.layer import load_yaml\n"
+        "assert load_yaml(b'schema: svc-seal-domains/v1\\ndomains:\\n  - majordomus.plan-event/v1\\n') == "
+        "{'schema': 'svc-seal-domains/v1', 'domains': ['majordomus.plan-event/v1']}\n"
+        "assert 'yaml' not in sys.modules, 'PyYAML was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -189,8 +189,16 @@ def _plain(value: str) -> Any:
     return result
 
 
+#: Every first character the loader has an implicit resolver for (null, bool, int, float, merge, value and the
+#: indicators). A plain scalar starting with any other character is text, known without importing PyYAML: a
+#: record's keys and most of its values, all of a share file's (a test holds this set to the loader's table).
+_RESOLVED_FIRST = frozenset("!&*+-.0123456789<=FNOTYfnoty~")
+
+
 def _tag(value: str) -> str | None:
     """The tag the loader's implicit resolvers give a plain scalar, None for text."""
+    if value[0] not in _RESOLVED_FIRST:
+        return None
     py = _pyyaml()
     for tag, regexp in py.resolvers.get(value[0], py.wildcard):
         if regexp.match(value):
