@@ -24,16 +24,6 @@ HTML = {"Accept": "text/html"}
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temporary HOME and XDG_STATE_HOME, so no test reads or writes the real node key."""
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HOME", str(path))
-    monkeypatch.setenv("XDG_STATE_HOME", str(path / "state"))
-    return path
-
-
 async def page(http: httpx.AsyncClient, path: str = "/cockpit/mesh", **params: str) -> Element:
     answer = await http.get(path, params=params, headers=HTML)
     assert answer.status_code == 200, answer.text
@@ -97,9 +87,8 @@ async def test_the_page_is_live_304_while_nothing_moves(client: httpx.AsyncClien
 
 
 @pytest.mark.bound(60)
-async def test_with_cooperation_the_page_shows_peers_claims_overlaps_sessions_and_reviews(
-    tmp_path: Path, home: Path
-) -> None:
+@pytest.mark.usefixtures("state")
+async def test_with_cooperation_the_page_shows_peers_claims_overlaps_sessions_and_reviews(tmp_path: Path) -> None:
     async with serving(tmp_path, 2) as [a, b]:
         await wait_linked([a, b])
         await post(a, "sessions", {"session": "s1", "worker": HOSTILE, "intent": "rework the links", "issue": "I7"})

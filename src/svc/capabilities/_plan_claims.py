@@ -11,7 +11,7 @@ releases it and moves on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from functools import partial
 
 import msgspec
@@ -27,6 +27,7 @@ from svc.plan import (
     NO_ISSUE,
     NONE_READY,
     NONE_UNCLAIMED,
+    IssueRecord,
     Passing,
     PlanIssue,
     PlanNextIssue,
@@ -40,7 +41,7 @@ from svc.plan import (
 )
 from svc.runtime import Context
 
-__all__ = ["claim_scopes", "next_for_session", "passing_for", "take_for", "take_issue"]
+__all__ = ["ScopeOf", "claim_scopes", "next_for_session", "passing_for", "take_for", "take_issue"]
 
 _LIVE = ("held", "conflicted")
 _START_OVER_HTTP = (
@@ -50,17 +51,33 @@ _START_OVER_HTTP = (
 )
 
 
-def claim_scopes(snapshot: Snapshot) -> dict[str, list[str]]:
-    """The paths each issue claims when taken: its scope, else its record file."""
-    return {record.id: list(record.scope) or [record.path] for record in snapshot.records.issues}
+ScopeOf = Callable[[PlanIssue], list[str]]
 
 
-def passing_for(state: CooperationState, session: str, scopes: Mapping[str, list[str]]) -> Passing:
+def claim_scopes(snapshot: Snapshot) -> ScopeOf:
+    """The paths an issue claims when taken: its scope, else its record file.
+
+    Only an issue without a scope looks its record up (by id), so the records of a reused derivation stay
+    undecoded but for that one.
+    """
+    records: dict[str, IssueRecord] = {}
+
+    def scope_of(issue: PlanIssue) -> list[str]:
+        if issue.scope:
+            return list(issue.scope)
+        if not records:
+            records.update((record.id, record) for record in snapshot.records.issues)
+        return [records[issue.id].path]
+
+    return scope_of
+
+
+def passing_for(state: CooperationState, session: str, scope_of: ScopeOf) -> Passing:
     """Why an issue is passed over for `session` (a session key): the first live claim of another session met."""
     others = [c for c in state.claims if c.session != session and c.state.state in _LIVE]
 
     def passed(issue: PlanIssue) -> PlanSkipped | None:
-        paths = scopes.get(issue.id) or list(issue.scope)
+        paths = scope_of(issue)
         for claim in others:
             if claim.issue == issue.id or any(paths_meet(mine, theirs) for mine in paths for theirs in claim.scope):
                 return PlanSkipped(issue=issue.id, claim=claim.key, session=claim.session, runtime=claim.runtime)
@@ -125,16 +142,16 @@ async def take_for(
         Refused: not active; the session is another runtime's (`not_own`).
         NotFound: an unknown milestone.
     """
-    scopes = claim_scopes(snapshot)
+    scope_of = claim_scopes(snapshot)
     picked: list[tuple[PlanIssue | None, list[PlanSkipped], ClaimView | None]] = []
 
     def choose(state: CooperationState, key: str) -> ClaimChoice | None:
-        issue, skipped = next_unclaimed(snapshot.plan, milestone, passing_for(state, key, scopes))
+        issue, skipped = next_unclaimed(snapshot.plan, milestone, passing_for(state, key, scope_of))
         held = _own_claim(state, key, issue.id) if issue is not None else None
         picked.append((issue, skipped, held))
         if issue is None or held is not None:
             return None
-        return ClaimChoice(scope=scopes[issue.id], issue=issue.id)
+        return ClaimChoice(scope=scope_of(issue), issue=issue.id)
 
     written, released = await coop.claim_chosen(session=session, peer=peer, choose=choose, intent=intent)
     issue, skipped, held = picked[-1]
@@ -143,7 +160,7 @@ async def take_for(
         reason = NONE_UNCLAIMED if skipped else NONE_READY if snapshot.plan.issues else NO_ISSUE
         return PlanTake(taken=False, session=key, released=released, skipped=skipped, reason=reason), None
     if written is not None:
-        claim, scope, lamport = written.key, scopes[issue.id], written.lamport
+        claim, scope, lamport = written.key, scope_of(issue), written.lamport
     else:
         assert held is not None
         claim, scope, lamport = held.key, held.scope, held.acquired_lamport
