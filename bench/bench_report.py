@@ -26,7 +26,7 @@ __all__ = [
 
 #: Routes whose svc/floor throughput ratio is a target.
 THROUGHPUT_ROUTES = ("GET /api/v1/live", "GET /api/v1/capabilities")
-MIN_THROUGHPUT_RATIO = 0.85
+MIN_THROUGHPUT_RATIO = 0.9
 #: The capability whose p50 latency is a target, and the bound in milliseconds.
 P50_CAPABILITY = "capabilities.describe"
 MAX_P50_MS = 1.0
