@@ -178,24 +178,27 @@ def covers_of(entry: dict[Any, Any]) -> tuple[list[str], bool]:
     return [t for t in texts if t], all(t is not None for t in texts)
 
 
+def _wrong(kind: KeyKind, value: Any) -> str:
+    return f"should be {_KIND_WORDS[kind]}, not {describe(value)}"
+
+
 def problem(kind: KeyKind, value: Any) -> str | None:
     """Why `value` does not fit `kind` (None when it fits, or is null)."""
-    wrong = f"should be {_KIND_WORDS[kind]}, not {describe(value)}"
     if value is None:
         return None
     if kind == "text":
-        return None if text_of(value) is not None else wrong
+        return None if text_of(value) is not None else _wrong(kind, value)
     if kind == "bool":
-        return None if isinstance(value, bool) else wrong
+        return None if isinstance(value, bool) else _wrong(kind, value)
     if kind == "int":
-        return None if integer(value) is not None else wrong
+        return None if integer(value) is not None else _wrong(kind, value)
     if kind == "list":
         if isinstance(value, list):
             odd = any(item is None or text_of(item) is None for item in value)
             return "has an item that is not text (left out)" if odd else None
-        return None if text_of(value) is not None else wrong
+        return None if text_of(value) is not None else _wrong(kind, value)
     if not isinstance(value, list):
-        return wrong
+        return _wrong(kind, value)
     if not all(isinstance(entry, dict) for entry in value):
         return "has an entry that is not a mapping (left out)"
     if not all(covers_of(entry)[1] for entry in value):
