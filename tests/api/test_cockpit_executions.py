@@ -8,6 +8,7 @@ Pairs with `src/svc/api/cockpit/_executions.py` and its templates `executions.ht
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,6 +20,7 @@ import trio
 from svc.api.cockpit import FRAGMENT_HEADER
 from svc.api.cockpit._executions import duration_text
 from svc.nursery import Engine
+from svc.nursery._events import TERMINAL_TYPES
 from svc.runtime import Executor
 from tests.api._page_tree import Element, parse
 from tests.api.conftest import serving
@@ -304,3 +306,12 @@ async def test_a_long_log_shows_the_newest_events_and_says_the_rest_are_not_show
     assert f"The {view['last_sequence'] - 500} earlier events are not shown" in note
     assert "line 700" in tree.by_id("execution-log").text
     assert f"/api/v1/executions/events?id={x['id']}&after=0" in tree.by_id("execution-log").hrefs()
+
+
+def test_the_page_script_stops_following_on_every_terminal_frame_and_only_those() -> None:
+    """cockpit.js stops reconnecting to a followed execution once a terminal frame came (a name it misspelt
+    would leave a finished page reconnecting for good)."""
+    script = (ROOT / "src/svc/api/static/cockpit/cockpit.js").read_text(encoding="utf-8")
+    found = re.search(r"/\^execution\\\.\(([a-z|]+)\)\$/", script)
+    assert found is not None, "cockpit.js names the terminal frames in one pattern"
+    assert {f"execution.{name}" for name in found[1].split("|")} == TERMINAL_TYPES

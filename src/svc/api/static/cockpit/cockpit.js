@@ -116,7 +116,7 @@
         return;
       }
       refresh();
-      if (target !== "*" && /^execution\.(succeeded|failed|cancelled)$/.test(frame.type || "")) {
+      if (target !== "*" && /^execution\.(completed|failed|cancelled)$/.test(frame.type || "")) {
         finished = true;
       }
     });
