@@ -100,6 +100,17 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def planned(tmp_path: Path) -> Path:
+    """A Git checkout whose plan layer holds `tests.plan.conftest.small_plan()` (and no other layer)."""
+    from tests.plan._records import write_layer
+    from tests.plan.conftest import small_plan
+
+    root = make_checkout(tmp_path / "planned", layer=False)
+    write_layer(root, *small_plan())
+    return root
+
+
+@pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     """A Git checkout carrying svc's own `.ai/` layer."""
     return make_checkout(tmp_path / "checkout")

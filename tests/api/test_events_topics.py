@@ -31,10 +31,7 @@ from svc.nursery import Engine
 from svc.runtime import Executor
 from tests.api.test_events import connect, opened
 from tests.capabilities._served import serving as serving_mesh
-from tests.conftest import make_checkout
 from tests.nursery._probe import start
-from tests.plan._records import write_layer
-from tests.plan.conftest import small_plan
 
 Message = dict[str, Any]
 SVC = [sys.executable, "-m", "svc"]
@@ -42,13 +39,6 @@ SVC = [sys.executable, "-m", "svc"]
 FRAME_SECONDS = 10
 #: Bound of a command-line move (a fresh Python process).
 CLI_SECONDS = 60
-
-
-@pytest.fixture
-def planned(tmp_path: Path) -> Path:
-    root = make_checkout(tmp_path / "planned", layer=False)
-    write_layer(root, *small_plan())
-    return root
 
 
 @pytest.fixture

@@ -24,8 +24,6 @@ from svc.plan import read_ledger
 from svc.runtime import Actor, Executor
 from svc.surfaces import cli_tree
 from tests.conftest import make_checkout
-from tests.plan._records import write_layer
-from tests.plan.conftest import small_plan
 
 SVC = [sys.executable, "-m", "svc"]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -38,13 +36,6 @@ def _fingerprint(root: Path) -> dict[str, str]:
         if path.is_file() and ".git" not in path.relative_to(root).parts:
             out[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
-
-
-@pytest.fixture
-def planned(tmp_path: Path) -> Path:
-    root = make_checkout(tmp_path / "planned", layer=False)
-    write_layer(root, *small_plan())
-    return root
 
 
 @pytest.fixture

@@ -91,12 +91,12 @@ async def active_cooperation(ctx: Context) -> Cooperation:
     return found
 
 
-def _peer(ctx: Context) -> str | None:
+def mcp_peer(ctx: Context) -> str | None:
     """The MCP peer id of the caller (None for HTTP, the command line and executions)."""
     return ctx.actor.peer if ctx.actor.kind == "mcp" else None
 
 
-def _session(ctx: Context, session: str | None) -> str:
+def named_session(ctx: Context, session: str | None) -> str:
     """The session named, else the calling MCP session's `board-<peer>`.
 
     Raises:
@@ -104,7 +104,7 @@ def _session(ctx: Context, session: str | None) -> str:
     """
     if session is not None:
         return session
-    peer = _peer(ctx)
+    peer = mcp_peer(ctx)
     if peer is None:
         raise InvalidInput(_NO_SESSION)
     from svc.mesh_udp._cooperation import board_session
@@ -155,7 +155,7 @@ async def events(ctx: Context, params: MeshEventsInput) -> EventList:
 async def claim(ctx: Context, params: ClaimInput) -> Written:
     """Claim repository paths for a session; an exclusive claim meeting a live one is refused."""
     coop = await active_cooperation(ctx)
-    peer = _peer(ctx)
+    peer = mcp_peer(ctx)
     if params.session is None and peer is None:
         raise InvalidInput(_NO_SESSION)
     return await coop.claim(
@@ -179,7 +179,7 @@ async def session_open(ctx: Context, params: SessionInput) -> Written:
     """Open a session, or replace its word."""
     coop = await active_cooperation(ctx)
     info = {key: value for key, value in msgspec.structs.asdict(params).items() if value is not None}
-    info.setdefault("client", "mcp" if _peer(ctx) is not None else "cli")
+    info.setdefault("client", "mcp" if mcp_peer(ctx) is not None else "cli")
     return await coop.session_open(info)
 
 
@@ -226,7 +226,7 @@ async def handover_consume(ctx: Context, params: HandoverConsumeInput) -> Consum
 async def review_request(ctx: Context, params: ReviewRequestInput) -> Written:
     """Ask for a review of a branch, commit or pull request; a named reviewer must be linked and take reviews."""
     coop = await active_cooperation(ctx)
-    session = _session(ctx, params.session)
+    session = named_session(ctx, params.session)
     return await coop.review_request(
         session=session, subject=params.subject, scope=list(params.scope), issue=params.issue, reviewer=params.reviewer
     )
@@ -235,14 +235,14 @@ async def review_request(ctx: Context, params: ReviewRequestInput) -> Written:
 async def review_answer(ctx: Context, params: ReviewAnswerInput) -> Written:
     """Answer a review request of another session."""
     coop = await active_cooperation(ctx)
-    session = _session(ctx, params.session)
+    session = named_session(ctx, params.session)
     return await coop.review_answer(request=params.request, session=session, verdict=params.verdict, note=params.note)
 
 
 async def review_withdraw(ctx: Context, params: ReviewWithdrawInput) -> Written:
     """End a review request this runtime asked for (`done`, `void` or `superseded`)."""
     coop = await active_cooperation(ctx)
-    session = _session(ctx, params.session)
+    session = named_session(ctx, params.session)
     return await coop.review_withdraw(request=params.request, session=session, note=params.note)
 
 

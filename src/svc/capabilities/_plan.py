@@ -149,22 +149,19 @@ def read_checkout(repo: Repository) -> Snapshot:
     return read_snapshot(repo)
 
 
-_read = read_checkout
-
-
 def model(repo: Repository, params: NoInput) -> Plan:
     """The whole plan, derived now."""
-    return _read(repo).plan
+    return read_checkout(repo).plan
 
 
 def issues(repo: Repository, params: IssuesInput) -> PlanIssueList:
     """The issues matching the filters (404 for an unknown milestone)."""
-    return issue_list(_read(repo).plan, params.milestone, params.status, params.wave)
+    return issue_list(read_checkout(repo).plan, params.milestone, params.status, params.wave)
 
 
 def next_(repo: Repository, params: NextInput) -> PlanNextIssue:
     """The READY issue to take now, widened to the whole plan when the milestone has none."""
-    snapshot = _read(repo)
+    snapshot = read_checkout(repo)
     return next_issue(snapshot.plan, params.milestone, snapshot.records, known_domains())
 
 
@@ -186,28 +183,28 @@ async def take(ctx: Context, params: TakeInput) -> PlanTake:
 
 def record(repo: Repository, params: RecordInput) -> PlanMilestoneRecord | PlanIssueRecord:
     """One record as authored, with its derived facts, related issues and findings."""
-    snapshot = _read(repo)
+    snapshot = read_checkout(repo)
     return record_view(snapshot.plan, snapshot.records, params.id)
 
 
 def roadmap_(repo: Repository, params: NoInput) -> PlanRoadmap:
     """Milestones in roadmap order, with `now` and `next`."""
-    return roadmap(_read(repo).plan)
+    return roadmap(read_checkout(repo).plan)
 
 
 def status(repo: Repository, params: MilestoneFilter) -> PlanStatusReport:
     """Progress per milestone, the next ready issue and the counts."""
-    return status_report(_read(repo).plan, params.milestone)
+    return status_report(read_checkout(repo).plan, params.milestone)
 
 
 def validate(repo: Repository, params: ValidateInput) -> PlanValidation:
     """The findings of the code and level asked for (every one without), in derivation order, with the tallies."""
-    return validation(_read(repo).plan, params.code, params.level)
+    return validation(read_checkout(repo).plan, params.code, params.level)
 
 
 def waves(repo: Repository, params: MilestoneFilter) -> PlanWaveReport:
     """The execution waves and the scope overlaps that serialise issues of one wave."""
-    return wave_report(_read(repo).plan, params.milestone)
+    return wave_report(read_checkout(repo).plan, params.milestone)
 
 
 def _move(repo: Repository, params: PlanTransitionInput, bump: Callable[[], int]) -> PlanTransitionResult:

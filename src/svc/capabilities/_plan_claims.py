@@ -17,11 +17,10 @@ from functools import partial
 import msgspec
 import trio
 
-from svc._errors import Forbidden, InvalidInput
-from svc.capabilities._cooperation import active_cooperation, running_cooperation
+from svc._errors import Forbidden
+from svc.capabilities._cooperation import active_cooperation, mcp_peer, named_session, running_cooperation
 from svc.layer._required import require_layer
-from svc.mesh_udp import ClaimChoice, ClaimView, Cooperation, CooperationState, Written
-from svc.mesh_udp._cooperation import board_session
+from svc.mesh_udp import ClaimChoice, ClaimView, Cooperation, CooperationState, Mesh, Written
 from svc.mesh_udp._fold import paths_meet
 from svc.plan import (
     NO_ISSUE,
@@ -103,18 +102,24 @@ async def next_for_session(ctx: Context, milestone: str | None, session: str | N
     that no claim was weighed.
     """
     snapshot = await _snapshot(ctx)
+    if session is None and _cooperation_here(ctx) is None:
+        # An MCP caller's own session where cooperation does not run: the plain answer, nothing more to say.
+        return next_issue(snapshot.plan, milestone, snapshot.records, known_domains())
     found = await running_cooperation(ctx)
     if isinstance(found, str) or found.reason is not None:
         why = found if isinstance(found, str) else found.reason
-        notes = [f"no claim was weighed: cooperation does not run here ({why})"] if session is not None else []
-        return next_issue(snapshot.plan, milestone, snapshot.records, known_domains(), notes=notes)
-    if session is None:
-        if ctx.actor.peer is None:
-            raise InvalidInput("session is required: only an MCP session stands for its own (board-<peer>)")
-        session = board_session(ctx.actor.peer)
-    key = _session_key(found, session)
+        note = f"no claim was weighed: cooperation does not run here ({why})"
+        return next_issue(snapshot.plan, milestone, snapshot.records, known_domains(), notes=[note])
+    key = _session_key(found, named_session(ctx, session))
     passing = passing_for(found.state(), key, claim_scopes(snapshot))
     return next_issue(snapshot.plan, milestone, snapshot.records, known_domains(), session=key, passing=passing)
+
+
+def _cooperation_here(ctx: Context) -> Cooperation | None:
+    """This process's running cooperation, found without reading anything (None when it does not run)."""
+    mesh = ctx.components.find(Mesh)
+    coop = mesh.cooperation if mesh is not None else None
+    return coop if coop is not None and coop.reason is None else None
 
 
 def _own_claim(state: CooperationState, session: str, issue: str) -> ClaimView | None:
@@ -127,7 +132,7 @@ async def take_for(
     coop: Cooperation,
     snapshot: Snapshot,
     *,
-    session: str | None,
+    session: str,
     peer: str | None,
     milestone: str | None = None,
     intent: str | None = None,
@@ -138,7 +143,6 @@ async def take_for(
     written.
 
     Raises:
-        InvalidInput: no session named and no MCP peer to stand for one.
         Refused: not active; the session is another runtime's (`not_own`).
         NotFound: an unknown milestone.
     """
@@ -155,7 +159,7 @@ async def take_for(
 
     written, released = await coop.claim_chosen(session=session, peer=peer, choose=choose, intent=intent)
     issue, skipped, held = picked[-1]
-    key = _session_key(coop, session if session is not None else board_session(peer or ""))
+    key = _session_key(coop, session)
     if issue is None:
         reason = NONE_UNCLAIMED if skipped else NONE_READY if snapshot.plan.issues else NO_ISSUE
         return PlanTake(taken=False, session=key, released=released, skipped=skipped, reason=reason), None
@@ -195,11 +199,11 @@ async def take_issue(
     if start and ctx.actor.over_http:
         raise Forbidden(_START_OVER_HTTP)
     coop = await active_cooperation(ctx)
-    peer = ctx.actor.peer if ctx.actor.kind == "mcp" else None
-    if session is None and peer is None:
-        raise InvalidInput("session is required: only an MCP session stands for its own (board-<peer>)")
+    named = named_session(ctx, session)
     snapshot = await _snapshot(ctx)
-    answer, written = await take_for(coop, snapshot, session=session, peer=peer, milestone=milestone, intent=intent)
+    answer, written = await take_for(
+        coop, snapshot, session=named, peer=mcp_peer(ctx), milestone=milestone, intent=intent
+    )
     if not start or answer.issue is None:
         return answer
     from svc.capabilities._plan import start_issue

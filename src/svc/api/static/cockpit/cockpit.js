@@ -92,6 +92,15 @@
 
   // -- following executions over /events -------------------------------------------------------------
 
+  // The frame a message of /events carries, or null when it is not JSON.
+  function frameOf(message) {
+    try {
+      return JSON.parse(message.data);
+    } catch (e) {
+      return null;
+    }
+  }
+
   function follow(target) {
     var url = new URL("/events", window.location.href);
     url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
@@ -106,13 +115,8 @@
     }
     var finished = false;
     socket.addEventListener("message", function (message) {
-      var frame;
-      try {
-        frame = JSON.parse(message.data);
-      } catch (e) {
-        return;
-      }
-      if (frame.type === "stream.ready") {
+      var frame = frameOf(message);
+      if (frame === null || frame.type === "stream.ready") {
         return;
       }
       refresh();
@@ -154,10 +158,8 @@
       opened = true;
     });
     socket.addEventListener("message", function (message) {
-      var frame;
-      try {
-        frame = JSON.parse(message.data);
-      } catch (e) {
+      var frame = frameOf(message);
+      if (frame === null) {
         return;
       }
       if (frame.type === "stream.ready") {
