@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -498,3 +499,25 @@ def test_a_status_indirection_pairs_each_status_with_its_own_ground_and_fallback
     statuses = list(load_design().declaration.status.roles)
     expected = {("text", s, f"{s}-bg") for s in statuses} | {("text", "body", "sunken")}
     assert set(pairs) == expected
+
+
+def test_a_declaration_is_parsed_under_the_lock_once_per_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads asking for the page's assets at once never convert the declaration together."""
+    from svc.layer import _design
+
+    seen: list[bool] = []
+    convert = msgspec.convert
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append(_design._PARSING.locked())
+        return convert(*args, **kwargs)
+
+    monkeypatch.setattr(msgspec, "convert", watched)
+    _design._parse_once.cache_clear()
+    try:
+        data, name = _design.read_share_file(_design.DECLARATION)
+        first = _design._parse(data, name)
+        assert _design._parse(data, name) is first
+    finally:
+        _design._parse_once.cache_clear()
+    assert seen == [True]

@@ -17,6 +17,7 @@ import functools
 import hashlib
 import json
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -294,9 +295,19 @@ def load_design() -> DesignSystem:
     return design
 
 
-@functools.lru_cache(maxsize=4)
+#: One parse at a time: the page's assets are asked for at once, each in a worker thread, and msgspec building
+#: the declaration's types in two threads at their first conversion has crashed the process.
+_PARSING = threading.Lock()
+
+
 def _parse(data: bytes, name: str) -> DesignSystem:
-    """The validated declaration of these bytes (cached: the share rarely changes)."""
+    """The validated declaration of these bytes (cached: the share rarely changes), one parse at a time."""
+    with _PARSING:
+        return _parse_once(data, name)
+
+
+@functools.lru_cache(maxsize=4)
+def _parse_once(data: bytes, name: str) -> DesignSystem:
     try:
         raw = load_yaml(data)
         _refuse_duplicates(yaml.compose(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), "")
