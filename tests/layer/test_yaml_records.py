@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from svc.layer import YamlAliases, YamlError, load_yaml
-from svc.layer._yaml import _ESCAPES, _RESOLVED_FIRST, _pyyaml, _read_records, _Unsure
+from svc.layer._yaml import _ESCAPES, _RESOLVED_FIRST, _by_lines, _flat, _pyyaml, _read_records, _Slow, _Unsure
 from tests.conftest import ROOT, SHARED_CORPUS
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -239,6 +239,49 @@ def test_records_read_as_pyyaml_reads_them(text: str) -> None:
     assert_agrees(text.encode("utf-8"))
 
 
+def _outcome(read: Any, text: str) -> Any:
+    try:
+        return typed(read(text))
+    except _Unsure:
+        return GAVE_UP
+
+
+@SETTINGS
+@given(records())
+def test_the_flat_pass_reads_what_the_line_reader_reads(text: str) -> None:
+    """Where the flat pass takes a document whole, it answers what the line-by-line reader answers."""
+    text = "\n".join(line.rstrip(" ") for line in text.replace("\r\n", "\n").split("\n")).rstrip(" ") + "\n"
+    try:
+        flat = typed(_flat(text))
+    except _Slow:
+        return
+    except _Unsure:
+        flat = GAVE_UP
+    assert flat == _outcome(_by_lines, text), f"the flat pass differs on {text!r}"
+
+
+def test_the_flat_pass_takes_every_synthetic_record_whole(bench_plan: ModuleType, tmp_path: Path) -> None:
+    root = bench_plan.generate(tmp_path / "plan", 4, 200)
+    for path in _yaml_files(root / ".ai" / "repo" / "project"):
+        text = path.read_text(encoding="utf-8")
+        assert typed(_flat(text)) == pyyaml(text), path.name
+
+
+def test_the_flat_pass_leaves_doubtful_documents_to_the_line_reader() -> None:
+    for text in (
+        "a: 1\n\nb: 2\n",  # a blank line
+        "# c\na: 1\n",  # a comment line
+        "a: 1\n  # c\n",  # a comment under a scalar
+        "a: # c\n  - x\n",  # a comment after the key
+        "---\na: 1\n",
+        "- a\n",
+        "a: x\n  more\n",  # a continued scalar
+        "a:\n  - x\n  b: y\n",  # a block the line reader refuses
+    ):
+        with pytest.raises(_Slow):
+            _flat(text)
+
+
 LINE_PIECES = ["a", "b", "yes", "1", "-", " ", "  ", ":", ": ", "#", " #", "'", '"', "[", "]", "{", "}", ",", "\\"]
 
 
@@ -394,18 +437,60 @@ def test_pyyaml_is_imported_only_to_parse() -> None:
         "import sys\n"
         "from svc.layer._yaml import load_yaml\n"
         "print('yaml' in sys.modules)\n"
-        "load_yaml(b'id: I0001\\ntitle: t\\n')\n"
+        "load_yaml(b'id: I0001\\ntitle: t\\norder: 3\\ndone: true\\nat: 2026-10-01\\nnone: null\\n')\n"
+        "print('yaml' in sys.modules)\n"
+        "load_yaml(b'ratio: 0.5\\n')\n"
         "print('yaml' in sys.modules)\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True, timeout=60)
-    assert result.stdout.decode().split() == ["False", "True"]
+    assert result.stdout.decode().split() == ["False", "False", "True"]
+
+
+def _loader_tag(value: str) -> str | None:
+    """The tag PyYAML's loader (timestamps left as text) resolves a plain scalar to; None for text."""
+    table = _pyyaml().loader.yaml_implicit_resolvers
+    for tag, regexp in [*table.get(value[:1], []), *table.get(None, [])]:
+        if regexp.match(value):
+            return str(tag)
+    return None
 
 
 def test_only_plain_scalars_the_loader_may_resolve_consult_it() -> None:
-    py = _pyyaml()
-    assert py.wildcard == [], "a resolver for any first character: every plain scalar would need the loader"
-    first = {key for key in py.resolvers if key}
+    table = _pyyaml().loader.yaml_implicit_resolvers
+    assert None not in table, "a resolver for any first character: every plain scalar would need the loader"
+    first = {key for key in table if key}
     assert first <= _RESOLVED_FIRST, f"first characters resolved but not listed: {sorted(first - _RESOLVED_FIRST)}"
+
+
+# Scalars on the edges of the loader's patterns: every word it resolves, numbers of each form, near misses.
+PLAIN_EDGES = [
+    "~", "null", "Null", "NULL", "nULL", "yes", "Yes", "YES", "yEs", "no", "No", "NO", "true", "True", "TRUE",
+    "tRUE", "false", "False", "FALSE", "on", "On", "ON", "oN", "off", "Off", "OFF", "y", "n", "Y", "N", "t",
+    "f", "o", "O", "0", "-0", "+0", "00", "07", "08", "010", "-010", "0_10", "0o7", "0b101", "0b12", "-0b1",
+    "0x1F", "0xg", "+0x_1", "1_000", "1__0", "_1", "1_", "190:20:30", "1:60", "1:5:7", "-1:30", "0:30", "1.5",
+    "-1.5", "+1.", ".5", "-.5", "1e5", "1.0e5", "1.0e+5", "1.0E-5", "1.e+3", ".inf", "-.inf", "+.Inf", ".INF",
+    ".nan", ".NaN", "-.nan", ".Nan", "1:30.5", "2026-10-01", "2026-10-01T10:00:00Z", "2026-10-01t10:00:00",
+    "2001-12-14", "12:00", "1.2.3", "v1.2", "<<", "=", "!", "&", "*", "3rd", "4-5",
+    "123456789012345678901234567890",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", PLAIN_EDGES)
+def test_an_edge_scalar_resolves_as_the_loader_resolves_it(value: str) -> None:
+    from svc.layer._yaml import _tag
+
+    assert _tag(value) == _loader_tag(value)
+    assert fast(f"v: {value}\n") in (pyyaml(f"v: {value}\n"), GAVE_UP)
+
+
+@SETTINGS
+@given(st.text(alphabet="0123456789_.:+-eEbxXaAfFiInNoOtTyYsSlLuUrR<=~", min_size=1, max_size=12))
+def test_a_plain_scalar_resolves_and_constructs_as_the_loader_does(value: str) -> None:
+    from svc.layer._yaml import _tag
+
+    assert _tag(value) == _loader_tag(value)
+    text = f"v: {value}\n"
+    assert fast(text) in (pyyaml(text), GAVE_UP)
 
 
 def test_a_share_file_of_plain_text_reads_without_pyyaml() -> None:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from svc.plan import PlanFinding, derive, load_records
+from svc.plan._keys import ISSUE_KEYS, ISSUE_REQUIRED
+from svc.plan._load import _Reader
 from tests.plan._records import issue, milestone, records_of, yaml_bytes
 
 BASE = ".ai/repo/project"
@@ -127,3 +134,48 @@ def test_project_header_and_finding_order() -> None:
     assert records.project.name == "demo"
     assert [f.subject for f in records.findings] == ["project"] + ["M1"] * 9 + ["I1"]
     assert records.findings[0].message == f"{BASE}/project.yaml: unknown key 'active_milestone'"
+
+
+# --- the quick check: a record it passes has nothing `check` would say ---------------------------------------------
+
+_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=3), st.floats(allow_nan=False)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["covers", "type", "x"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_MAPPINGS = st.dictionaries(
+    st.one_of(st.sampled_from(sorted(ISSUE_KEYS)), st.sampled_from(["extra", "Id"]), st.integers(0, 2)),
+    st.one_of(st.text(max_size=3), st.lists(st.text(max_size=3), max_size=2), _VALUES),
+    max_size=len(ISSUE_KEYS) + 2,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MAPPINGS, st.booleans())
+def test_the_quick_check_passes_only_records_check_has_nothing_to_say_about(
+    mapping: dict[Any, Any], complete: bool
+) -> None:
+    if complete:
+        mapping = {**dict.fromkeys(ISSUE_REQUIRED, "x"), **mapping}
+    reader = _Reader("I1", "p", mapping, ISSUE_KEYS)
+    if reader._fits(ISSUE_REQUIRED):
+        reader.check(frozenset(ISSUE_REQUIRED))
+        full = _Reader("I1", "p", mapping, ISSUE_KEYS)
+        full._fits = lambda required: False  # type: ignore[method-assign]
+        full.check(ISSUE_REQUIRED)
+        assert full.findings == [] == reader.findings
+
+
+def test_the_quick_check_passes_the_common_record() -> None:
+    mapping = {
+        **dict.fromkeys(ISSUE_REQUIRED, "x"),
+        "scope": ["a", "b"],
+        "parallel_safe": True,
+        "evidence": [{"covers": "suite", "type": "test"}, {"covers": ["a", "b"]}, {"type": "note"}],
+    }
+    assert _Reader("I1", "p", mapping, ISSUE_KEYS)._fits(ISSUE_REQUIRED)
+    for odd in ({"extra": "x"}, {"parallel_safe": "yes"}, {"scope": ["a", 1]}, {"evidence": [{"covers": 1}]}):
+        assert not _Reader("I1", "p", {**mapping, **odd}, ISSUE_KEYS)._fits(ISSUE_REQUIRED), odd
+    assert not _Reader("I1", "p", {**mapping, "title": None}, ISSUE_KEYS)._fits(ISSUE_REQUIRED)

@@ -9,7 +9,6 @@ symlink cannot lead out of it, and are named by where they come from (`svc/share
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 
 from svc.layer._read import Unreadable, check_repository_file, read_repository_file
@@ -20,6 +19,8 @@ __all__ = ["SHARE_ENV", "ShareUnavailable", "read_share", "share_directory", "sh
 SHARE_ENV = "SVC_SHARE"
 #: How the packaged share is named.
 _PACKAGED = "svc/share"
+#: Where the packaged share is: the package data directory beside `svc/layer`.
+_PACKAGED_PATH = Path(__file__).resolve().parent.parent / "share"
 
 
 class ShareUnavailable(OSError):
@@ -38,8 +39,8 @@ def share_directory() -> tuple[Path, str]:
         if not path.is_dir():
             raise ShareUnavailable(f"{SHARE_ENV} names no directory; unset it to read svc's own share ({_PACKAGED})")
         return path, SHARE_ENV
-    located = resources.files("svc") / "share"
-    if not isinstance(located, Path) or not located.is_dir():
+    located = _PACKAGED_PATH
+    if not located.is_dir():
         raise ShareUnavailable(f"svc's share directory ({_PACKAGED}) was not located: the installation is incomplete")
     return located, _PACKAGED
 

@@ -8,8 +8,9 @@ gigabytes, and nothing svc reads needs one.
 
 Plan records are many and simple, so a document is first offered to the record reader, a line-by-line reader
 of that simple shape: block mappings of plain keys (`[A-Za-z_][A-Za-z0-9_-]*`) and block sequences, nested by
-indentation, whose leaves are one-line scalars: plain (resolved by the loader's own resolvers and built by
-PyYAML's own constructors: null, bool, int, float, else text), double-quoted (with YAML's escapes),
+indentation, whose leaves are one-line scalars: plain (resolved as the loader's implicit resolvers do: null,
+bool, int, float, else text; null, booleans and decimal integers built here, other numbers by PyYAML's own
+constructors), double-quoted (with YAML's escapes),
 single-quoted, `[]`, `{}` and flow sequences of words and quoted scalars (`[I0001, "a b"]`); comments, blank
 lines, a leading `---`, trailing spaces and CRLF line ends. It answers exactly what the loader answers (types,
 values, key order, a repeated key's last value at its first place) or gives up. It gives up on anything else:
@@ -76,15 +77,10 @@ class _PyYaml:
             def ignore_aliases(self, data: Any) -> bool:
                 return True
 
-        table: dict[Any, list[tuple[str, re.Pattern[str]]]] = TextStampLoader.yaml_implicit_resolvers
-        wildcard = list(table.get(None, []))
         self.yaml: ModuleType = yaml
         self.base: Any = base
         self.loader: Any = TextStampLoader
         self.dumper: Any = NoAliasDumper
-        #: The loader's implicit resolvers by first character, the wildcard ones appended (as PyYAML tries them).
-        self.resolvers = {first: [*resolvers, *wildcard] for first, resolvers in table.items() if first is not None}
-        self.wildcard = wildcard
         self.constructor = yaml.constructor.SafeConstructor()
 
 
@@ -169,6 +165,9 @@ _NULL = "tag:yaml.org,2002:null"
 _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
+_MERGE = "tag:yaml.org,2002:merge"
+_VALUE = "tag:yaml.org,2002:value"
+_YAML = "tag:yaml.org,2002:yaml"
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
@@ -190,20 +189,49 @@ def _plain(value: str) -> Any:
 
 
 #: Every first character the loader has an implicit resolver for (null, bool, int, float, merge, value and the
-#: indicators). A plain scalar starting with any other character is text, known without importing PyYAML: a
-#: record's keys and most of its values, all of a share file's (a test holds this set to the loader's table).
+#: indicators). A plain scalar starting with any other character is text (a test holds this set to the loader's
+#: table): a record's keys and most of its values, all of a share file's.
 _RESOLVED_FIRST = frozenset("!&*+-.0123456789<=FNOTYfnoty~")
+# The loader's implicit resolvers (PyYAML's safe loader less the timestamp one), written out so that a record
+# reads without importing PyYAML; a test holds them to the loader's own on every first character and on
+# generated scalars. Words first, then the numeric patterns in the order the loader tries them (float, int).
+_NULL_WORDS = frozenset(("", "~", "null", "Null", "NULL"))
+_BOOL_WORDS = {
+    word: value
+    for words, value in (
+        ("yes Yes YES true True TRUE on On ON", True),
+        ("no No NO false False FALSE off Off OFF", False),
+    )
+    for word in words.split()
+}
+_FLOAT_SHAPE = (
+    r"(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+    r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))"
+)
+_INT_SHAPE = (
+    r"(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)"
+)
+# The tags the safe constructor refuses: merge, value, and the indicators alone.
+_WORD_TAGS = {"<<": _MERGE, "=": _VALUE, "!": _YAML, "&": _YAML, "*": _YAML}
+# A decimal integer without `_`, which the loader constructs as Python's `int` would.
+_DECIMAL = r"[-+]?(?:0|[1-9][0-9]*)"
 
 
 def _tag(value: str) -> str | None:
     """The tag the loader's implicit resolvers give a plain scalar, None for text."""
     if value[0] not in _RESOLVED_FIRST:
         return None
-    py = _pyyaml()
-    for tag, regexp in py.resolvers.get(value[0], py.wildcard):
-        if regexp.match(value):
-            return tag
-    return None
+    if value in _NULL_WORDS:
+        return _NULL
+    if value in _BOOL_WORDS:
+        return _BOOL
+    if value[0] in "+-.0123456789":
+        if re.fullmatch(_FLOAT_SHAPE, value):
+            return _FLOAT
+        if value[0] != "." and re.fullmatch(_INT_SHAPE, value):
+            return _INT
+        return None
+    return _WORD_TAGS.get(value)
 
 
 def _construct_plain(value: str) -> Any:
@@ -212,18 +240,20 @@ def _construct_plain(value: str) -> Any:
         return value
     if tag == _NULL:
         return None
-    constructor = _pyyaml().constructor
     if tag == _BOOL:
-        return constructor.bool_values[value.lower()]
-    node = _pyyaml().yaml.ScalarNode(tag, value)
+        return _BOOL_WORDS[value]
+    if tag == _INT and re.fullmatch(_DECIMAL, value):
+        return int(value)
+    py = _pyyaml()
+    node = py.yaml.ScalarNode(tag, value)
     try:
         if tag == _INT:
-            return constructor.construct_yaml_int(node)
+            return py.constructor.construct_yaml_int(node)
         if tag == _FLOAT:
-            return constructor.construct_yaml_float(node)
+            return py.constructor.construct_yaml_float(node)
     except Exception as exc:  # whatever PyYAML makes of it (e.g. an int too long to convert) is PyYAML's to say
         raise _Unsure from exc
-    raise _Unsure  # merge `<<`, value `=`: tags the safe constructor refuses
+    raise _Unsure  # `_WORD_TAGS`: tags the safe constructor refuses
 
 
 def _after(tail: str) -> None:
@@ -400,6 +430,85 @@ def _sequence(lines: list[tuple[int, str]], i: int, col: int, depth: int) -> tup
             raise _Unsure
 
 
+def _lines(text: str) -> list[tuple[int, str]]:
+    """(indent, content without trailing spaces) of every line that is neither blank nor a comment."""
+    lines: list[tuple[int, str]] = []
+    for line in text.split("\n"):
+        content = line.lstrip(" ")
+        if content and content[0] != "#":
+            lines.append((len(line) - len(content), content.rstrip(" ")))
+    return lines
+
+
+class _Slow(Exception):
+    """The flat-record pass leaves this document to the line-by-line reader."""
+
+
+# One entry of a top-level mapping: a key line (`key:` or `key: value`) and the lines under it, which start with
+# a space or a dash (group 3, each ending with its line feed). `_ENTRIES` is a whole document of them.
+_ENTRY = r"([A-Za-z_][A-Za-z0-9_-]{0,127}):(?: +([^\n]+))?\n((?:[ -][^\n]*\n)*)"
+_ENTRIES = re.compile(f"(?:{_ENTRY})+")
+_MISSING = object()
+
+
+def _flat(text: str) -> dict[Any, Any]:
+    """A top-level mapping read entry by entry, its lists of scalars a block at a time; `_Slow` on doubt.
+
+    The common record, in fewer steps than line by line: a document of key lines with what belongs to each key
+    under it, no blank or comment line at the top level, no trailing space, ending with a line feed. Each value
+    is what the line-by-line reader would give for the same lines (a list of scalars on lines of the same
+    indent is read whole; any other block is given to it), so any document this pass does not take whole goes
+    to that reader instead. A plain scalar already resolved (`_PLAINS`) is known to be one whole scalar.
+    """
+    if _ENTRIES.fullmatch(text) is None:
+        raise _Slow
+    result: dict[Any, Any] = {}
+    plains = _PLAINS
+    for name, rest, block in re.findall(_ENTRY, text):
+        key = plains[name] if name in plains else _plain(name)
+        if rest:
+            if block or rest[0] == "#":
+                raise _Slow
+            value = plains.get(rest, _MISSING)
+            if value is _MISSING:
+                simple = _SIMPLE_DOUBLE.fullmatch(rest)
+                value = simple.group(1) if simple is not None else _scalar(rest)
+            result[key] = value
+        else:
+            result[key] = _block(block) if block else None
+    return result
+
+
+def _block(block: str) -> Any:
+    """The value written on the lines under a key: a list of scalars read whole, else the line-by-line reading."""
+    indent = len(block) - len(block.lstrip(" "))
+    lead = block[: indent + 2]
+    if lead[-2:] == "- " and re.fullmatch(f"(?:{lead}[^\n]*\n)+", block):
+        items: list[Any] = []
+        plains = _PLAINS
+        for rest in block[indent + 2 : -1].split(f"\n{lead}"):
+            if rest in plains:
+                items.append(plains[rest])
+                continue
+            rest = rest.lstrip(" ")
+            simple = _SIMPLE_DOUBLE.fullmatch(rest)
+            if simple is not None:
+                items.append(simple.group(1))
+            elif not rest or rest[0] == "#" or _starts_node(rest):
+                break
+            else:
+                items.append(_scalar(rest))
+        else:
+            return items
+    lines = _lines(block)
+    if not lines:
+        raise _Slow
+    value, i = _node(lines, 0, lines[0][0], 1)
+    if i != len(lines):
+        raise _Slow
+    return value
+
+
 def _read_records(text: str | bytes) -> Any:
     """The document as the record reader reads it, or `_Unsure` when it cannot prove PyYAML reads the same."""
     try:
@@ -419,11 +528,17 @@ def _read_records(text: str | bytes) -> Any:
             raise _Unsure
     if data.translate(None, _ASCII) and re.search(_OUTSIDE, text):
         raise _Unsure
-    lines: list[tuple[int, str]] = []
-    for line in text.split("\n"):
-        content = line.lstrip(" ")
-        if content and content[0] != "#":
-            lines.append((len(line) - len(content), content.rstrip(" ")))
+    if " \n" not in text and text[-1:] != " ":
+        try:
+            return _flat(text if text[-1:] == "\n" else text + "\n")
+        except _Slow:
+            pass
+    return _by_lines(text)
+
+
+def _by_lines(text: str) -> Any:
+    """A text `_read_records` accepts, read line by line."""
+    lines = _lines(text)
     if lines and lines[0] == (0, "---"):
         del lines[0]
     if not lines:

@@ -62,6 +62,9 @@ __all__ = [
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: The most `unknown key` findings one record gets (one more finding counts the rest).
 MAX_UNKNOWN_KEYS = 20
+_MOVES = tuple(MOVES.values())
+_STAMP_FIELDS = tuple(move.field for move in _MOVES)
+_SEAL_FIELDS = tuple(move.seal_field for move in _MOVES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +179,8 @@ class _Reader:
 
     def check(self, required: frozenset[str]) -> None:
         """Unknown keys (file order), then each known key in table order: missing when required, or mistyped."""
+        if self._fits(required):
+            return
         unknown = [key for key in self.data if not isinstance(key, str) or key not in self.keys]
         for key in unknown[:MAX_UNKNOWN_KEYS]:
             self.say(f"{self.path}: unknown key {clip(repr(key))}")
@@ -191,11 +196,37 @@ class _Reader:
             if wrong is not None:
                 self.say(f"{self.path}: {key!r} {wrong}")
 
+    def _fits(self, required: frozenset[str]) -> bool:
+        """Whether `check` has nothing to say, decided for the common record only (False: look closer).
+
+        Every required key is present and every key known; a text key holds text, a list key text or a list of
+        text, a bool key a boolean, an evidence key a list of mappings whose `covers` is absent, text or a list
+        of text.
+        """
+        data, keys = self.data, self.keys
+        if not required <= data.keys():
+            return False
+        for key, value in data.items():
+            kind = keys.get(key) if type(key) is str else None
+            if type(value) is str:
+                if kind != "text" and kind != "list":
+                    return False
+            elif type(value) is list:
+                if kind == "list":
+                    if not all(type(item) is str for item in value):
+                        return False
+                elif kind != "evidence" or not all(type(entry) is dict and _plain_covers(entry) for entry in value):
+                    return False
+            elif type(value) is not bool or kind != "bool":
+                return False
+        return True
+
     def say(self, message: str) -> None:
         self.findings.append(_finding(self.subject, message))
 
     def text(self, key: str) -> str:
-        return text_of(self.data.get(key)) or ""
+        value = self.data.get(key)
+        return value if type(value) is str else (text_of(value) or "")
 
     def integer(self, key: str) -> int:
         return integer(self.data.get(key)) or 0
@@ -207,6 +238,8 @@ class _Reader:
         if not isinstance(value, list):
             text = text_of(value)
             return () if text is None else (text,)
+        if all(type(item) is str for item in value):
+            return tuple(value)
         return tuple(t for t in (text_of(v) for v in value if v is not None) if t is not None)
 
     def evidence(self, key: str) -> tuple[frozenset[str], int]:
@@ -225,19 +258,31 @@ class _Reader:
         return frozenset(tokens), carrying
 
 
+def _plain_covers(entry: dict[Any, Any]) -> bool:
+    """Whether an evidence entry's `covers` is absent, text, or a list of text."""
+    covers = entry.get("covers")
+    return covers is None or type(covers) is str or (type(covers) is list and all(type(c) is str for c in covers))
+
+
 def _as_text(value: Any) -> Any:
     """`value` with every mapping key and scalar as its text (null as ""), lists and mappings kept."""
-    if isinstance(value, dict):
-        return {str(k): _as_text(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_as_text(v) for v in value]
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is dict:
+        return _authored(value)
+    if kind is list:
+        return [item if type(item) is str else _as_text(item) for item in value]
     text = text_of(value)
     return str(value) if text is None else text
 
 
 def _authored(mapping: dict[Any, Any]) -> dict[str, Any]:
     """A record's authored mapping as text: what `plan.record` shows as `record`."""
-    return {str(k): _as_text(v) for k, v in mapping.items()}
+    return {
+        key if type(key) is str else str(key): value if type(value) is str else _as_text(value)
+        for key, value in mapping.items()
+    }
 
 
 def _parse(subject: str, path: str, data: bytes) -> tuple[dict[Any, Any] | None, PlanFinding | None]:
@@ -321,12 +366,12 @@ def _issue(stem: str, path: str, data: bytes) -> Parsed:
     covers, carrying = read.evidence("evidence")
     required = read.items("evidence_required")
     unsealed = frozenset(read.items("unsealed_stamps"))
-    stamps = tuple(read.text(move.field) for move in MOVES.values())
-    seals = tuple(read.text(move.seal_field) for move in MOVES.values())
-    proof = tuple(
-        stamp if proven(move, stem, stamp, sealed_by, unsealed) else ""
-        for move, stamp, sealed_by in zip(MOVES.values(), stamps, seals, strict=True)
-    )
+    stamps = [read.text(field) for field in _STAMP_FIELDS]
+    seals = [read.text(field) for field in _SEAL_FIELDS]
+    proof = [
+        stamp if not stamp or proven(move, stem, stamp, sealed_by, unsealed) else ""
+        for move, stamp, sealed_by in zip(_MOVES, stamps, seals, strict=True)
+    ]
     record = IssueRecord(
         id=stem,
         path=path,
