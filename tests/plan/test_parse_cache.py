@@ -34,6 +34,7 @@ from svc.plan import (
     Records,
     Snapshot,
     _cache,
+    _parallel,
     _store,
     derive,
     issue_list,
@@ -117,6 +118,7 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
         return derive(records, **kw)
 
     monkeypatch.setattr(_cache, "parse_record", parse)
+    monkeypatch.setattr(_parallel, "parse_record", parse)
     monkeypatch.setattr(_store, "parse_record", parse)
     monkeypatch.setattr(_store, "derive", derived)
     monkeypatch.setattr(read_module, "_read_fd_stat", read)
@@ -593,7 +595,7 @@ def test_an_entry_that_cannot_be_encoded_is_left_out(
             record = dataclasses.replace(record, title="\ud800 lone")
         return record, findings
 
-    monkeypatch.setattr(_cache, "parse_record", surrogate)
+    monkeypatch.setattr(_parallel, "parse_record", surrogate)
     snapshot = new_process(checkout, counts)
     assert _title(snapshot, "I0002") == "\ud800 lone"
     assert _names(checkout) == ALL - {"I0002.yaml"}

@@ -69,6 +69,7 @@ from svc.plan._load import (
     parse_record,
 )
 from svc.plan._model import Plan, PlanFinding
+from svc.plan._parallel import parse_many
 from svc.plan._seal import known_domains
 
 __all__ = ["CACHE_FILE", "KINDS", "RACY_NS", "ParseCache", "digest", "forget", "key_of", "token"]
@@ -427,6 +428,9 @@ class ParseCache:
         #: Per kind, the files kept unopened whose entry could not be decoded (parsed from the file instead).
         self.dropped: dict[RecordKind, set[str]] = {k: set() for k in KINDS}
         self.opened: dict[RecordKind, _Kind] = {k: _Kind() for k in KINDS}
+        #: Per kind, the files read that `parse_queued` is to parse: name, bytes, stat numbers (None: not to be
+        #: stored) and digest.
+        self.queued: dict[RecordKind, list[tuple[str, bytes, Key | None, bytes]]] = {k: [] for k in KINDS}
         #: Entries stored by this read (parsed now), files parsed, and files seen that no entry can stand for.
         self.new = 0
         self.parsed = 0
@@ -457,16 +461,16 @@ class ParseCache:
         self.parsed += 1
         self.unstored += 1
 
-    def take(self, kind: RecordKind, name: str, st: os.stat_result | None, data: bytes) -> Parsed:
+    def take(self, kind: RecordKind, name: str, st: os.stat_result | None, data: bytes) -> Parsed | None:
         """The parse of a file `scan_repository_dir` read (`data` its bytes, `st` its `fstat`, None for a link).
 
         A read file reuses its entry only when the open file's stat and the bytes' digest both equal the
-        entry's; otherwise it is parsed, and stored unless it is racy, a symlink, or cannot be encoded.
+        entry's; otherwise it is queued (None): `parse_queued` parses it, and stores it unless it is racy, a
+        symlink, or cannot be encoded.
         """
         if st is None:
-            self.parsed += 1
-            self.unstored += 1
-            return parse_record(kind, name, data, self.base)
+            self.queued[kind].append((name, data, None, b""))
+            return None
         before, after = self.previous.kinds[kind], self.opened[kind]
         hashed = digest(data)
         key = key_of(st)
@@ -477,14 +481,31 @@ class ParseCache:
                 if name in before.blobs:
                     after.blobs[name] = before.blobs[name]
                 return entry.record, entry.findings
-        self.parsed += 1
-        record, findings = parse_record(kind, name, data, self.base)
-        if max(st.st_mtime_ns, st.st_ctime_ns) > self.started - RACY_NS:
-            self.unstored += 1
-            return record, findings
-        after.keys[name], after.decoded[name] = key, _Entry(name, *key, hashed, record, findings)
-        self.new += 1
-        return record, findings
+        stored = max(st.st_mtime_ns, st.st_ctime_ns) <= self.started - RACY_NS
+        self.queued[kind].append((name, data, key if stored else None, hashed))
+        return None
+
+    def parse_queued(self) -> dict[tuple[RecordKind, str], Parsed]:
+        """Parse every file `take` queued and store the entries; each parse by (kind, file name).
+
+        Many files are parsed on two processors (`parse_many`).
+        """
+        parses: dict[tuple[RecordKind, str], Parsed] = {}
+        for kind, queued in self.queued.items():
+            if not queued:
+                continue
+            after = self.opened[kind]
+            done = parse_many(kind, [(name, data) for name, data, _, _ in queued], self.base)
+            for (name, _, key, hashed), (record, findings) in zip(queued, done, strict=True):
+                self.parsed += 1
+                parses[kind, name] = record, findings
+                if key is None:
+                    self.unstored += 1
+                    continue
+                after.keys[name], after.decoded[name] = key, _Entry(name, *key, hashed, record, findings)
+                self.new += 1
+            queued.clear()
+        return parses
 
     def refused(self) -> None:
         """Count a file of the records the reading rule refused (no entry stands for it)."""

@@ -118,9 +118,10 @@ def _read_dir(
     """(file name, parse) of every `*.yaml` file directly in `directory` (dot files skipped).
 
     The parse is None for a file the cache kept unopened (`_parsed` decodes it, when the stored derivation
-    is not reused). A file the reading rule refuses (a directory named `*.yaml`, a FIFO, a symlink loop or
-    one leaving the checkout, over 4 MiB, no permission) is left out with an `unreadable` finding; so is a
-    refused directory. The bytes of every file read (not kept unopened by the cache) go into `read`.
+    is not reused) or queued to be parsed (`ParseCache.parse_queued`). A file the reading rule refuses (a
+    directory named `*.yaml`, a FIFO, a symlink loop or one leaving the checkout, over 4 MiB, no permission)
+    is left out with an `unreadable` finding; so is a refused directory. The bytes of every file read (not
+    kept unopened by the cache) go into `read`.
     """
     out: list[tuple[str, Parsed | None]] = []
     try:
@@ -220,17 +221,20 @@ def _listed(repo: Repository, directory: Path, cache: ParseCache) -> Listing | N
 def _parsed(
     repo: Repository,
     cache: ParseCache,
+    parses: dict[tuple[RecordKind, str], Parsed],
     kind: RecordKind,
     folder: Path,
     files: list[tuple[str, Parsed | None]],
     findings: list[PlanFinding],
 ) -> list[tuple[str, Parsed]]:
-    """Every file's parse, those kept unopened decoded from their entries.
+    """Every file's parse: reused when read, parsed by `parse_queued`, or decoded from a kept file's entry.
 
     A file whose entry cannot be decoded (a spoiled cache file) is read and parsed now, its entry dropped.
     """
     out: list[tuple[str, Parsed]] = []
     for name, parsed in files:
+        if parsed is None:
+            parsed = parses.get((kind, name))
         if parsed is None:
             parsed = cache.stored(kind, name)
         if parsed is None:
@@ -289,17 +293,18 @@ def _snapshot(repo: Repository, exact: bool) -> Snapshot:
     milestones = _read_dir(repo, directory / "milestones", "milestone", cache, findings, {})
     issues = _read_dir(repo, directory / "issues", "issue", cache, findings, read)
     issue_bytes = {name[: -len(".yaml")]: data for name, data in read.items()}
+    parses = cache.parse_queued()
     pending = read_pending(repo.root, repo.local_state)
     clean = not findings and pending is None
     reused = cache.derived(clean=clean)
     if reused is not None:
         cache.close()
         return Snapshot(records=reused[0], plan=reused[1], issue_bytes=issue_bytes)
-    header = _parsed(repo, cache, "project", directory, project, findings)
+    header = _parsed(repo, cache, parses, "project", directory, project, findings)
     records = assemble(
         header[0][1] if header else None,
-        _parsed(repo, cache, "milestone", directory / "milestones", milestones, findings),
-        _parsed(repo, cache, "issue", directory / "issues", issues, findings),
+        _parsed(repo, cache, parses, "milestone", directory / "milestones", milestones, findings),
+        _parsed(repo, cache, parses, "issue", directory / "issues", issues, findings),
     )
     if findings:
         records = dataclasses.replace(records, findings=(*findings, *records.findings))
