@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,8 @@ import pytest
 
 from svc import Internal, NotFound, Refused
 from svc.layer import Repository, load_yaml
+from svc.plan import _cache, read_ledger, read_snapshot, seal, validation
 from svc.plan import _store as store
-from svc.plan import read_ledger, read_snapshot, seal, validation
 from svc.plan._store import move_issue
 from tests.plan._records import issue, yaml_bytes
 
@@ -38,6 +39,19 @@ def test_a_checkout_reads_as_its_plan(checkout: Path) -> None:
     assert [i.id for i in snapshot.plan.issues] == ["I0001", "I0002", "I0003", "I0004", "I0005", "I0006"]
     assert snapshot.plan.project.name == "demo"
     assert validation(snapshot.plan).valid
+
+
+def test_what_a_read_holds_per_issue_is_not_tracked_by_the_cyclic_collector(checkout: Path) -> None:
+    (checkout / ISSUES / "I0009.yaml").write_bytes(b"id: I0009\nunknown: 1\n")  # findings too
+    snapshot = read_snapshot(Repository.discover(checkout))
+    plan = snapshot.plan
+    assert plan.issues
+    assert plan.findings
+    assert plan.edges
+    held = [*plan.issues, *plan.findings, *plan.edges]
+    assert not any(gc.is_tracked(item) for item in held)
+    record, findings = snapshot.records.issues[0], snapshot.records.findings
+    assert not gc.is_tracked(_cache._Entry("I0001.yaml", 1, 2, 3, 4, b"", record, findings))
 
 
 def test_a_checkout_without_a_layer_is_an_empty_plan(tmp_path: Path) -> None:

@@ -98,8 +98,11 @@ Listing = dict[RecordKind, list[str]]
 _NIL = msgspec.Raw(b"\xc0")
 
 
-class _Entry(msgspec.Struct, Generic[R], array_like=True, frozen=True):
-    """One record file's parse, with the file's stat numbers and the digest of the bytes parsed."""
+class _Entry(msgspec.Struct, Generic[R], array_like=True, frozen=True, gc=False):
+    """One record file's parse, with the file's stat numbers and the digest of the bytes parsed.
+
+    Not tracked by the cyclic garbage collector: it holds a record and its findings, which never refer back.
+    """
 
     name: str
     size: int
