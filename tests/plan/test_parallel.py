@@ -1,4 +1,5 @@
-"""Parsing many records with a helper process (`svc.plan._parallel`): the same parses, whoever made them."""
+"""Parsing many records with a helper process (`svc.plan._parallel`): the same parses, whoever made them; and
+the plan's msgpack decoders, made on first use, once, under a lock."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
-from svc.plan import _parallel
+from svc.plan import _cache, _parallel
 from svc.plan._load import Parsed, RecordKind, parse_record
 from tests.plan._records import done, issue, yaml_bytes
 
@@ -143,3 +145,32 @@ def test_a_helper_that_cannot_start_is_no_help(monkeypatch: pytest.MonkeyPatch) 
     for executable in ("", "/nonexistent/python"):
         monkeypatch.setattr(sys, "executable", executable)
         _same(_parallel.parse_many("issue", files, BASE), _inline(files))
+
+
+def _made_under(lock: Any, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether `lock` was held at each msgspec decoder made from now on."""
+    seen: list[bool] = []
+    real = msgspec.msgpack.Decoder
+
+    def made(*args: Any, **kwargs: Any) -> Any:
+        seen.append(lock.locked())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(msgspec.msgpack, "Decoder", made)
+    return seen
+
+
+def test_a_frame_decoder_is_made_once_and_under_its_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_parallel, "_FRAMES", {})
+    seen = _made_under(_parallel._FRAMES_LOCK, monkeypatch)
+    first = _parallel._frames("issue")
+    assert _parallel._frames("issue") is first
+    assert seen == [True]
+
+
+def test_the_cache_decoders_are_made_once_and_under_their_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_cache, "_DECODERS_MADE", [])
+    seen = _made_under(_cache._DECODERS_LOCK, monkeypatch)
+    first = _cache._decoders()
+    assert _cache._decoders() is first
+    assert seen == [True] * 6

@@ -146,7 +146,7 @@ def _status(snapshot: Snapshot, issue_id: str) -> str:
 
 
 def _held(root: Path) -> Any:
-    return _cache._DECODER.decode((root / CACHE).read_bytes())
+    return _cache._decoders().file.decode((root / CACHE).read_bytes())
 
 
 def _names(root: Path) -> set[str]:
@@ -845,9 +845,9 @@ def _roundtrip(kind: RecordKind, entry: Any) -> Any:
     one = _cache._Index(names=[entry.name], keys=[entry.key], entries=[msgspec.Raw(_cache._ENCODER.encode(entry))])
     lists[{"project": "project", "milestone": "milestones", "issue": "issues"}[kind]] = one
     data = _cache._ENCODER.encode(_cache._CacheFile(format=2, token=b"", derived=_cache._NIL, **lists))
-    held = _cache._DECODER.decode(data)
+    held = _cache._decoders().file.decode(data)
     index = next(i for i in (held.project, held.milestones, held.issues) if i.names)
-    return _cache._ENTRY_DECODERS[kind].decode(index.entries[0])
+    return _cache._decoders().entries[kind].decode(index.entries[0])
 
 
 def _answers(snapshot: Snapshot) -> dict[str, bytes]:

@@ -171,15 +171,37 @@ class _WrittenFile(msgspec.Struct, array_like=True, frozen=True):
     derived: msgspec.Raw
 
 
-_DECODER = msgspec.msgpack.Decoder(_CacheFile)
 _ENCODER = msgspec.msgpack.Encoder()
-_ENTRY_DECODERS: dict[RecordKind, msgspec.msgpack.Decoder[Any]] = {
-    "project": msgspec.msgpack.Decoder(_Entry[ProjectRecord]),
-    "milestone": msgspec.msgpack.Decoder(_Entry[MilestoneRecord]),
-    "issue": msgspec.msgpack.Decoder(_Entry[IssueRecord]),
-}
-_DERIVED_DECODER = msgspec.msgpack.Decoder(_Derived)
-_PLAN_DECODER = msgspec.msgpack.Decoder(Plan)
+
+
+class _Decoders:
+    """The decoders of the file's parts, made together on first use, under a lock.
+
+    A first read decodes nothing, so it never pays for resolving the records' and the plan's annotations; the
+    lock keeps two threads from making msgspec build the same types' information at once.
+    """
+
+    def __init__(self) -> None:
+        self.file: msgspec.msgpack.Decoder[_CacheFile] = msgspec.msgpack.Decoder(_CacheFile)
+        self.entries: dict[RecordKind, msgspec.msgpack.Decoder[Any]] = {
+            "project": msgspec.msgpack.Decoder(_Entry[ProjectRecord]),
+            "milestone": msgspec.msgpack.Decoder(_Entry[MilestoneRecord]),
+            "issue": msgspec.msgpack.Decoder(_Entry[IssueRecord]),
+        }
+        self.derived: msgspec.msgpack.Decoder[_Derived] = msgspec.msgpack.Decoder(_Derived)
+        self.plan: msgspec.msgpack.Decoder[Plan] = msgspec.msgpack.Decoder(Plan)
+
+
+_DECODERS_MADE: list[_Decoders] = []
+_DECODERS_LOCK = threading.Lock()
+
+
+def _decoders() -> _Decoders:
+    if not _DECODERS_MADE:
+        with _DECODERS_LOCK:
+            if not _DECODERS_MADE:
+                _DECODERS_MADE.append(_Decoders())
+    return _DECODERS_MADE[0]
 
 
 class _Kind:
@@ -205,7 +227,7 @@ class _Kind:
         found = self.decoded.get(name)
         if found is None:
             try:
-                found = _ENTRY_DECODERS[kind].decode(self.blobs[name])
+                found = _decoders().entries[kind].decode(self.blobs[name])
             except msgspec.DecodeError as exc:
                 _log.debug("svc: the plan parse cache entry of %s is not used: %s", name, exc)
                 return None
@@ -341,7 +363,7 @@ class _StoredIssue(IssueRecord):
         if blob is not None:
             try:
                 with gc_paused():
-                    record = _ENTRY_DECODERS["issue"].decode(blob).record
+                    record = _decoders().entries["issue"].decode(blob).record
             except msgspec.DecodeError:
                 record = None
         if not isinstance(record, IssueRecord) or record.id != issue_id:
@@ -379,7 +401,7 @@ def _derivation(data: Blob) -> _Derived | None:
     if len(data) <= 1:
         return None
     try:
-        return _DERIVED_DECODER.decode(data)
+        return _decoders().derived.decode(data)
     except msgspec.DecodeError:
         return None
 
@@ -569,7 +591,7 @@ class ParseCache:
             if stored is None or stored.domains != domains:
                 return None
             try:
-                plan = _PLAN_DECODER.decode(stored.plan)
+                plan = _decoders().plan.decode(stored.plan)
                 records = self._records(stored)
             except (msgspec.DecodeError, KeyError, ValueError) as exc:
                 _log.debug("svc: the plan derivation cached in %s is not used: %s", self.path, exc)
@@ -692,7 +714,7 @@ class ParseCache:
         try:
             if stat.S_ISLNK(os.lstat(self.path).st_mode):
                 return empty
-            held = _DECODER.decode(read_repository_file(self.root, self.path, limit=_MAX_CACHE_BYTES))
+            held = _decoders().file.decode(read_repository_file(self.root, self.path, limit=_MAX_CACHE_BYTES))
         except (OSError, msgspec.DecodeError) as exc:
             if not isinstance(exc, FileNotFoundError):
                 _log.debug("svc: the plan parse cache %s is not used: %s", self.path, exc)

@@ -21,6 +21,7 @@ import contextlib
 import os
 import struct
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any
 
@@ -43,9 +44,22 @@ _ENCODER = msgspec.msgpack.Encoder()
 _Input = tuple[str, str, list[tuple[str, bytes]]]
 
 
+_FRAMES: dict[RecordKind, msgspec.msgpack.Decoder[Any]] = {}
+_FRAMES_LOCK = threading.Lock()
+
+
 def _frames(kind: RecordKind) -> msgspec.msgpack.Decoder[Any]:
-    record = _RECORDS[kind]
-    return msgspec.msgpack.Decoder(tuple[int, list[tuple[record | None, tuple[PlanFinding, ...]]]])  # type: ignore[valid-type]
+    """The decoder of a frame of `kind`, made once.
+
+    Under a lock: msgspec must not build a type's information in two threads at once.
+    """
+    with _FRAMES_LOCK:
+        if kind not in _FRAMES:
+            record = _RECORDS[kind]
+            _FRAMES[kind] = msgspec.msgpack.Decoder(
+                tuple[int, list[tuple[record | None, tuple[PlanFinding, ...]]]]  # type: ignore[valid-type]
+            )
+        return _FRAMES[kind]
 
 
 def parse_many(kind: RecordKind, files: Sequence[tuple[str, bytes]], base: str) -> list[Parsed]:
