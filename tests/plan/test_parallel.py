@@ -147,6 +147,18 @@ def test_a_helper_that_cannot_start_is_no_help(monkeypatch: pytest.MonkeyPatch) 
         _same(_parallel.parse_many("issue", files, BASE), _inline(files))
 
 
+def test_a_helper_without_a_temp_file_is_no_help(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError("no temp directory")
+
+    monkeypatch.setattr(_parallel, "SPAWN_MIN", 10)
+    monkeypatch.setattr(tempfile, "TemporaryFile", refused)
+    files = _files(60)
+    _same(_parallel.parse_many("issue", files, BASE), _inline(files))
+
+
 def _made_under(lock: Any, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether `lock` was held at each msgspec decoder made from now on."""
     seen: list[bool] = []

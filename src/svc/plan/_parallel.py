@@ -23,12 +23,15 @@ import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
 from svc.plan._load import IssueRecord, MilestoneRecord, Parsed, ProjectRecord, RecordKind, parse_record
 from svc.plan._model import PlanFinding
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = ["SPAWN_MIN", "parse_many"]
 
@@ -149,26 +152,11 @@ def _write_all(fd: int, data: bytes) -> None:
 
 @contextlib.contextmanager
 def _spawned(kind: RecordKind, files: Sequence[tuple[str, bytes]], base: str) -> Iterator[_Helper]:
-    """A helper in a fresh interpreter, its input in an unlinked temp file; killed and reaped when the block ends."""
-    import subprocess
-    import tempfile
+    """A helper in a fresh interpreter, its input in an unlinked temp file; killed and reaped when the block ends.
 
-    if not sys.executable:  # an embedding interpreter: nothing to start
-        yield _NoHelper()
-        return
-    with tempfile.TemporaryFile() as given:
-        given.write(_ENCODER.encode((kind, base, list(files))))
-        given.seek(0)
-        try:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "svc.plan._parallel"],
-                stdin=given,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                close_fds=True,
-            )
-        except OSError:
-            process = None
+    No temp file, no interpreter to run, or one that cannot be started: no help.
+    """
+    process = _start(kind, files, base) if sys.executable else None
     if process is None or process.stdout is None:
         yield _NoHelper()
         return
@@ -180,6 +168,25 @@ def _spawned(kind: RecordKind, files: Sequence[tuple[str, bytes]], base: str) ->
         process.kill()
         process.wait()
         stdout.close()
+
+
+def _start(kind: RecordKind, files: Sequence[tuple[str, bytes]], base: str) -> subprocess.Popen[bytes] | None:
+    import subprocess
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile() as given:
+            given.write(_ENCODER.encode((kind, base, list(files))))
+            given.seek(0)
+            return subprocess.Popen(
+                [sys.executable, "-m", "svc.plan._parallel"],
+                stdin=given,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+            )
+    except OSError:
+        return None
 
 
 class _NoHelper(_Helper):
