@@ -13,7 +13,6 @@ import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +51,14 @@ class EventDeclaration:
     public: bool
 
 
+#: The packaged event vocabulary, beside the layer modules.
+_EVENTS = Path(__file__).resolve().parent.parent / "layer" / "events.yaml"
+
+
 @functools.cache
 def declared_events() -> dict[str, EventDeclaration]:
     """The packaged event vocabulary, by name (read once per process)."""
-    text = resources.files("svc.layer").joinpath("events.yaml").read_bytes()
+    text = _EVENTS.read_bytes()
     data = load_yaml(text)
     out: dict[str, EventDeclaration] = {}
     for entry in data["events"]:

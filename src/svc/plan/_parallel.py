@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -39,7 +38,8 @@ __all__ = ["SPAWN_MIN", "parse_many"]
 SPAWN_MIN = 2_500
 #: Records per chunk, on either side.
 CHUNK = 32
-_LENGTH = struct.Struct(">I")
+#: The bytes of a frame's length (big-endian).
+_LENGTH = 4
 _READ = 1 << 20
 _RECORDS: dict[RecordKind, type] = {"project": ProjectRecord, "milestone": MilestoneRecord, "issue": IssueRecord}
 _ENCODER = msgspec.msgpack.Encoder()
@@ -97,12 +97,12 @@ class _Helper:
                 self.open = False
                 break
             self.buffer += chunk
-        while len(self.buffer) >= _LENGTH.size:
-            (size,) = _LENGTH.unpack_from(self.buffer)
-            if len(self.buffer) < _LENGTH.size + size:
+        while len(self.buffer) >= _LENGTH:
+            size = int.from_bytes(self.buffer[:_LENGTH], "big")
+            if len(self.buffer) < _LENGTH + size:
                 break
-            frame = bytes(self.buffer[_LENGTH.size : _LENGTH.size + size])
-            del self.buffer[: _LENGTH.size + size]
+            frame = bytes(self.buffer[_LENGTH : _LENGTH + size])
+            del self.buffer[: _LENGTH + size]
             yield frame
 
 
@@ -140,7 +140,7 @@ def _help(kind: RecordKind, files: Sequence[tuple[str, bytes]], base: str, out: 
         first = max(0, end - CHUNK)
         parses = [parse_record(kind, name, data, base) for name, data in files[first:end]]
         frame = _ENCODER.encode((first, parses))
-        out(_LENGTH.pack(len(frame)) + frame)
+        out(len(frame).to_bytes(_LENGTH, "big") + frame)
         end = first
 
 
