@@ -840,7 +840,7 @@ def test_a_record_decoded_from_the_cache_equals_a_fresh_parse_field_by_field(cor
 
 def _roundtrip(kind: RecordKind, entry: Any) -> Any:
     """`entry` through the cache file's own encoder and decoder."""
-    empty = _cache._Index(names=[], keys=[], entries=[])
+    empty: _cache._Index[msgspec.Raw] = _cache._Index(names=[], keys=[], entries=[])
     lists = {"project": empty, "milestones": empty, "issues": empty}
     one = _cache._Index(names=[entry.name], keys=[entry.key], entries=[msgspec.Raw(_cache._ENCODER.encode(entry))])
     lists[{"project": "project", "milestone": "milestones", "issue": "issues"}[kind]] = one

@@ -89,6 +89,9 @@ _MEMORY_LIMIT = 8
 KINDS: tuple[RecordKind, ...] = ("project", "milestone", "issue")
 
 R = TypeVar("R")
+#: What an index holds for each entry: its encoding as read (`msgspec.Raw`), or, when written, an entry parsed
+#: by this read, encoded with the whole file.
+E = TypeVar("E")
 Key = tuple[int, int, int, int]
 #: Encoded msgpack, as decoded from the file (a view of its bytes) or as encoded by this read.
 Blob = bytes | msgspec.Raw
@@ -118,12 +121,12 @@ class _Entry(msgspec.Struct, Generic[R], array_like=True, frozen=True, gc=False)
         return (self.size, self.mtime_ns, self.ino, self.ctime_ns)
 
 
-class _Index(msgspec.Struct, array_like=True, frozen=True):
+class _Index(msgspec.Struct, Generic[E], array_like=True, frozen=True):
     """One kind's entries: the names and stat numbers, and each entry encoded on its own (same order)."""
 
     names: list[str]
     keys: list[Key]
-    entries: list[msgspec.Raw]
+    entries: list[E]
 
 
 class _Derived(msgspec.Struct, array_like=True, frozen=True):
@@ -141,33 +144,14 @@ class _Derived(msgspec.Struct, array_like=True, frozen=True):
     plan: msgspec.Raw
 
 
-class _CacheFile(msgspec.Struct, array_like=True, frozen=True):
+class _CacheFile(msgspec.Struct, Generic[E], array_like=True, frozen=True):
     """The whole file: the format, the token, per kind the entries, and the derivation (nil when none)."""
 
     format: int
     token: bytes
-    project: _Index
-    milestones: _Index
-    issues: _Index
-    derived: msgspec.Raw
-
-
-class _Written(msgspec.Struct, array_like=True, frozen=True):
-    """`_Index` as written: an entry parsed by this read is encoded with the whole file."""
-
-    names: list[str]
-    keys: list[Key]
-    entries: list[msgspec.Raw | _Entry[Any]]
-
-
-class _WrittenFile(msgspec.Struct, array_like=True, frozen=True):
-    """`_CacheFile` as written (the same bytes)."""
-
-    format: int
-    token: bytes
-    project: _Written
-    milestones: _Written
-    issues: _Written
+    project: _Index[E]
+    milestones: _Index[E]
+    issues: _Index[E]
     derived: msgspec.Raw
 
 
@@ -182,7 +166,7 @@ class _Decoders:
     """
 
     def __init__(self) -> None:
-        self.file: msgspec.msgpack.Decoder[_CacheFile] = msgspec.msgpack.Decoder(_CacheFile)
+        self.file: msgspec.msgpack.Decoder[_CacheFile[msgspec.Raw]] = msgspec.msgpack.Decoder(_CacheFile[msgspec.Raw])
         self.entries: dict[RecordKind, msgspec.msgpack.Decoder[Any]] = {
             "project": msgspec.msgpack.Decoder(_Entry[ProjectRecord]),
             "milestone": msgspec.msgpack.Decoder(_Entry[MilestoneRecord]),
@@ -236,13 +220,13 @@ class _Kind:
             self.decoded[name] = found
         return found
 
-    def index(self) -> _Written:
+    def index(self) -> _Index[msgspec.Raw | _Entry[Any]]:
         """The entries to write: those read from the file as they were, those parsed now as entries."""
         names = list(self.keys)
         entries: list[msgspec.Raw | _Entry[Any]] = [
             _raw(self.blobs[n]) if n in self.blobs else self.decoded[n] for n in names
         ]
-        return _Written(names=names, keys=[self.keys[n] for n in names], entries=entries)
+        return _Index(names=names, keys=[self.keys[n] for n in names], entries=entries)
 
     def encodable(self) -> bool:
         """Encode each entry parsed now on its own, leaving out one that cannot be; whether none was left out."""
@@ -690,7 +674,7 @@ class ParseCache:
 
         def whole() -> bytes:
             kinds = kept.kinds
-            written = _WrittenFile(
+            written = _CacheFile(
                 format=_FORMAT,
                 token=self.token,
                 project=kinds["project"].index(),
@@ -725,8 +709,10 @@ class ParseCache:
         for kind, index in zip(KINDS, (held.project, held.milestones, held.issues), strict=True):
             if not len(index.names) == len(index.keys) == len(index.entries):
                 return empty
-            kinds[kind] = _Kind(keys=dict(zip(index.names, index.keys, strict=True)))
-            kinds[kind].blobs = dict(zip(index.names, index.entries, strict=True))
+            kinds[kind] = _Kind(
+                keys=dict(zip(index.names, index.keys, strict=True)),
+                blobs=dict(zip(index.names, index.entries, strict=True)),
+            )
         return _Held(self.token, kinds, held.derived)
 
     def _store(self, data: bytes) -> None:
