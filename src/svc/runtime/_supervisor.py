@@ -37,7 +37,6 @@ class Supervisor:
         self._closing = False
         self._runs: set[trio.CancelScope] = set()
         self._drained: trio.Event | None = None
-        self.active = 0
 
     @classmethod
     @asynccontextmanager
@@ -74,6 +73,11 @@ class Supervisor:
             _log.warning("%d cancelled run(s) did not unwind within %.1f s of shutdown", self.active, UNWIND_SECONDS)
 
     @property
+    def active(self) -> int:
+        """How many runs are going now."""
+        return len(self._runs)
+
+    @property
     def nursery(self) -> trio.Nursery:
         """The supervisor nursery, for long-lived tasks (watchers, executions)."""
         return self._nursery
@@ -93,13 +97,11 @@ class Supervisor:
             raise Unavailable("the service is stopping")
         scope = trio.CancelScope()
         self._runs.add(scope)
-        self.active += 1
         try:
             with scope:
                 return await fn(*args)
         finally:
             self._runs.discard(scope)
-            self.active -= 1
             if not self.active and self._drained is not None:
                 self._drained.set()
         raise Unavailable("the service stopped before the call finished")
