@@ -28,6 +28,7 @@ from svc._errors import Internal, InvalidInput, NotFound
 from svc.layer import (
     DEFAULT_SECTIONS,
     Repository,
+    ScannedFile,
     Unreadable,
     check_repository_dir,
     clip,
@@ -125,17 +126,12 @@ def _read_dir(
     """
     out: list[tuple[str, Parsed | None]] = []
     try:
-        for name, st, data in scan_repository_dir(repo.root, directory, _select, cache.reuse(kind)):
-            if isinstance(data, Unreadable):
-                findings.append(_unreadable(name[: -len(".yaml")], data))
-                cache.refused()
-                continue
-            if data is None:
-                cache.keep(kind, name)
-                out.append((name, None))
-                continue
-            read[name] = data
-            out.append((name, cache.take(kind, name, st, data)))
+        for scanned in scan_repository_dir(repo.root, directory, _select, cache.reuse(kind)):
+            taken = _taken(cache, kind, scanned, findings, scanned.name[: -len(".yaml")])
+            if taken is not None:
+                out.append(taken)
+                if isinstance(scanned.data, bytes):
+                    read[scanned.name] = scanned.data
     except FileNotFoundError:
         pass
     except Unreadable as exc:
@@ -168,16 +164,26 @@ def _read_project(
         except OSError:  # a component of the path is not a directory: the record directories report it
             return []
         return [("project.yaml", parse_record("project", "project.yaml", alone, cache.base))]
-    for name, st, data in scanned:
-        if isinstance(data, Unreadable):
-            findings.append(_unreadable("project", data))
-            cache.refused()
-            return []
-        if data is None:
-            cache.keep("project", name)
-            return [(name, None)]
-        return [(name, cache.take("project", name, st, data))]
-    return []
+    taken = _taken(cache, "project", scanned[0], findings, "project") if scanned else None
+    return [] if taken is None else [taken]
+
+
+def _taken(
+    cache: ParseCache, kind: RecordKind, scanned: ScannedFile, findings: list[PlanFinding], subject: str
+) -> tuple[str, Parsed | None] | None:
+    """A scanned record file handed to the cache: kept unopened, or taken as read (its parse, else None).
+
+    A file the reading rule refused is an `unreadable` finding about `subject`, and None.
+    """
+    name, st, data = scanned
+    if isinstance(data, Unreadable):
+        findings.append(_unreadable(subject, data))
+        cache.refused()
+        return None
+    if data is None:
+        cache.keep(kind, name)
+        return name, None
+    return name, cache.take(kind, name, st, data)
 
 
 def _listed(repo: Repository, directory: Path, cache: ParseCache) -> Listing | None:
