@@ -818,9 +818,12 @@ def _same_record(fresh: Any, decoded: Any) -> None:
     assert type(decoded) is type(fresh)
     if fresh is None:
         return
-    for f in dataclasses.fields(fresh):
-        mine, theirs = getattr(fresh, f.name), getattr(decoded, f.name)
-        assert (f.name, type(theirs), theirs) == (f.name, type(mine), mine)
+    names = (
+        fresh.__struct_fields__ if isinstance(fresh, msgspec.Struct) else [f.name for f in dataclasses.fields(fresh)]
+    )
+    for name in names:
+        mine, theirs = getattr(fresh, name), getattr(decoded, name)
+        assert (name, type(theirs), theirs) == (name, type(mine), mine)
 
 
 def test_a_record_decoded_from_the_cache_equals_a_fresh_parse_field_by_field(corpus: Path) -> None:

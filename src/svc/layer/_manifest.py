@@ -6,8 +6,9 @@ An unknown key or a newer `schema` is refused and the layer reads as absent; the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 from svc.layer._read import Unreadable, clip, read_repository_file
 from svc.layer._repository import Repository
@@ -39,8 +40,7 @@ _KEYS: dict[str, set[str] | None] = {
 MAX_PROBLEMS = 20
 
 
-@dataclass(frozen=True, slots=True)
-class LayerReading:
+class LayerReading(msgspec.Struct, frozen=True):
     """What the manifest says, or why the layer reads as absent.
 
     `state` is `ok` (a valid manifest), `absent` (no `.ai/` or no manifest: defaults apply when `.ai/`
@@ -48,7 +48,7 @@ class LayerReading:
     """
 
     state: Literal["ok", "absent", "fail"]
-    sections: dict[str, str] = field(default_factory=dict)
+    sections: dict[str, str] = msgspec.field(default_factory=dict)
     context_documents: tuple[str, ...] = ("README.md",)
     problems: tuple[str, ...] = ()
 

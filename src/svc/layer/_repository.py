@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 __all__ = ["GitState", "Repository", "checkout_id"]
 
@@ -22,16 +23,14 @@ def checkout_id(top_level: Path) -> str:
     return digest.hexdigest()[:32]
 
 
-@dataclass(frozen=True, slots=True)
-class GitState:
+class GitState(msgspec.Struct, frozen=True):
     """HEAD as read now: the full commit id (None when unborn) and the branch (None when detached)."""
 
     head: str | None
     branch: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Repository:
+class Repository(msgspec.Struct, frozen=True):
     """One checkout: `root` is its top level; `git_dir`/`common_dir` are None outside Git."""
 
     root: Path

@@ -12,7 +12,6 @@ import fcntl
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +41,7 @@ class LedgerError(ValueError):
     """A line the ledger refuses; nothing was written."""
 
 
-@dataclass(frozen=True, slots=True)
-class EventDeclaration:
+class EventDeclaration(msgspec.Struct, frozen=True):
     """One declared event: its name, required payload keys, and whether other tools may rely on it."""
 
     id: str
@@ -148,11 +146,10 @@ def append_line(path: Path, line: bytes) -> None:
         os.close(fd)
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerReading:
+class LedgerReading(msgspec.Struct, frozen=True):
     """The ledger's entries oldest first, and how many lines were skipped as unreadable."""
 
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[dict[str, Any]] = msgspec.field(default_factory=list)
     skipped: int = 0
 
 

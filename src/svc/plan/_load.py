@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
+
 from svc.layer import YamlAliases, YamlError, clip, load_yaml
 from svc.plan._keys import (
     ISSUE_KEYS,
@@ -67,8 +69,7 @@ _STAMP_FIELDS = tuple(move.field for move in _MOVES)
 _SEAL_FIELDS = tuple(move.seal_field for move in _MOVES)
 
 
-@dataclass(frozen=True, slots=True)
-class ProjectRecord:
+class ProjectRecord(msgspec.Struct, frozen=True):
     """`project.yaml`: the plan's header as authored (empty strings when absent)."""
 
     name: str = ""
@@ -136,11 +137,10 @@ class IssueRecord:
     raw: dict[str, Any] = field(repr=False, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Records:
+class Records(msgspec.Struct, frozen=True):
     """Everything derivation reads: the header, the kept records in id order, and the loader's findings."""
 
-    project: ProjectRecord = field(default_factory=ProjectRecord)
+    project: ProjectRecord = msgspec.field(default_factory=ProjectRecord)
     milestones: tuple[MilestoneRecord, ...] = ()
     issues: tuple[IssueRecord, ...] = ()
     findings: tuple[PlanFinding, ...] = ()

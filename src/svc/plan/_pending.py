@@ -21,7 +21,6 @@ import logging
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -43,8 +42,7 @@ _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _EVENTS: dict[str, Move] = {move.event: move for move in MOVES.values()}
 
 
-@dataclass(frozen=True, slots=True)
-class PendingEvent:
+class PendingEvent(msgspec.Struct, frozen=True):
     """The pending ledger line (exact bytes, LF-terminated) and the stamp it records."""
 
     line: bytes

@@ -10,7 +10,8 @@ at all (`svc plan start|verify|done` writes a sealed stamp).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from svc.plan._load import IssueRecord
 from svc.plan._model import UnprovenReason
@@ -19,8 +20,7 @@ from svc.plan._seal import LEGACY_CUTOFF, MOVES, SEAL_SCHEMA, Move, sealing_doma
 __all__ = ["UnprovenStamp", "unproven_stamps"]
 
 
-@dataclass(frozen=True, slots=True)
-class UnprovenStamp:
+class UnprovenStamp(msgspec.Struct, frozen=True):
     """One stamp of a record that proves nothing, and why; `domain` is the other tool's seal domain."""
 
     move: Move

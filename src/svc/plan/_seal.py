@@ -15,8 +15,9 @@ import logging
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from svc.layer import YamlError, load_yaml
 from svc.layer._share import SHARE_ENV, read_share
@@ -45,8 +46,7 @@ DOMAINS_FILE = "plan/seal-domains.yaml"
 _DOMAIN = re.compile(r"[!-~]{1,128}")
 
 
-@dataclass(frozen=True, slots=True)
-class Move:
+class Move(msgspec.Struct, frozen=True):
     """One lifecycle move: the stamp it writes, the seal field and the ledger event."""
 
     transition: Literal["start", "verify", "done"]

@@ -14,15 +14,15 @@ Blocking calls only; the caller runs this in a thread.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
 import fcntl
 import logging
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+import msgspec
 
 from svc._errors import Internal, InvalidInput, NotFound
 from svc.layer import (
@@ -256,8 +256,7 @@ def _parsed(
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
+class Snapshot(msgspec.Struct, frozen=True):
     """One reading of the records: what was loaded, the plan derived from it, and the issues' bytes read.
 
     `issue_bytes` holds every issue's bytes after an exact read (what a move edits); a query's read holds
@@ -266,7 +265,7 @@ class Snapshot:
 
     records: Records
     plan: Plan
-    issue_bytes: dict[str, bytes] = field(default_factory=dict)
+    issue_bytes: dict[str, bytes] = msgspec.field(default_factory=dict)
 
 
 def read_snapshot(repo: Repository, *, exact: bool = False) -> Snapshot:
@@ -313,7 +312,7 @@ def _snapshot(repo: Repository, exact: bool) -> Snapshot:
         _parsed(repo, cache, parses, "issue", directory / "issues", issues, findings),
     )
     if findings:
-        records = dataclasses.replace(records, findings=(*findings, *records.findings))
+        records = msgspec.structs.replace(records, findings=(*findings, *records.findings))
     gap = frozenset() if pending is None else _unlogged(repo, records)
     plan = derive(records, unlogged=gap)
     cache.close((records, plan), clean=clean)
@@ -487,8 +486,7 @@ def move_issue(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerRepair:
+class LedgerRepair(msgspec.Struct, frozen=True):
     """What `repair_ledger` did: the ledger lines appended (`event issue stamp`) and the temp files removed."""
 
     appended: tuple[str, ...] = ()
@@ -515,8 +513,7 @@ def repair_ledger(repo: Repository) -> LedgerRepair:
     return LedgerRepair(appended=() if appended is None else (appended.describe(),), removed=tuple(removed))
 
 
-@dataclass(frozen=True, slots=True)
-class ResealStamp:
+class ResealStamp(msgspec.Struct, frozen=True):
     """One sealed stamp `svc plan reseal` re-seals (or would), or refuses with `reason`."""
 
     issue: str
@@ -531,8 +528,7 @@ class ResealStamp:
         return f"{self.issue} {self.field} {self.stamp}"
 
 
-@dataclass(frozen=True, slots=True)
-class Reseal:
+class Reseal(msgspec.Struct, frozen=True):
     """What `reseal` found and did under one seal domain.
 
     `resealed` holds the stamps sealed under `domain` (re-sealed when `written`, else those a write would
@@ -575,7 +571,7 @@ def _survey(records: Records, domain: str) -> tuple[list[tuple[ResealStamp, Move
                 if other is not None
                 else f"its {move.seal_field} seals it under neither {domain} nor svc's {SEAL_SCHEMA}"
             )
-            refused.append(dataclasses.replace(found, reason=why))
+            refused.append(msgspec.structs.replace(found, reason=why))
     return chosen, refused, unsealed
 
 

@@ -11,7 +11,6 @@ is rendered from the same tree. A field's `Meta(description=...)` is its help; `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated
 
 import msgspec
@@ -148,8 +147,7 @@ class ServeOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     port: Annotated[_Port, Meta(description="the first port to try")] = 8741
 
 
-@dataclass(frozen=True, slots=True)
-class InfrastructureCommand:
+class InfrastructureCommand(msgspec.Struct, frozen=True):
     """A command that is not a capability: its words, one-line summary, longer help and options Struct.
 
     `capability` names the capability the command projects onto the command line, if any (`svc run` is the
