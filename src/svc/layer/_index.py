@@ -39,12 +39,13 @@ class LayerIndex:
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames.sort()
             here = Path(dirpath)
+            prefix = repo.relative(here) + "/"
             try:
                 for name, data in read_repository_dir(repo.root, here, set(filenames).__contains__):
                     if isinstance(data, Unreadable):
                         refused.append(clip(str(data)))
                     else:
-                        found.append((repo.relative(here / name), hashlib.sha256(data).digest()))
+                        found.append((prefix + name, hashlib.sha256(data).digest()))
             except FileNotFoundError:
                 continue
             except Unreadable as exc:
