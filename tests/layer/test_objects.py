@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from svc.layer import ObjectIndex, Repository, object_uri
+from svc.layer import _objects as objects_module
 from svc.layer._objects import _heading, glob_regex, source_classes
 from tests.conftest import make_checkout
 
@@ -120,6 +123,25 @@ def test_without_sources_yaml_the_layer_sections_are_the_classes(tmp_path: Path)
     index = ObjectIndex.build(repo)
     assert index.get("svc://issue/I0001") is not None
     assert not any(o.kind == "document" and not o.path.startswith(".ai/") for o in index.objects)
+
+
+def test_the_build_reads_every_file_with_the_collector_paused_and_restores_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_checkout(tmp_path / "paused", git=False)
+    collecting: list[bool] = []
+    read_bytes = objects_module._Builder.read_bytes
+
+    def watched(self: Any, *args: Any) -> Any:
+        collecting.append(gc.isenabled())
+        return read_bytes(self, *args)
+
+    monkeypatch.setattr(objects_module._Builder, "read_bytes", watched)
+    assert gc.isenabled()
+    assert len(ObjectIndex.build(Repository.discover(root))) > 0
+    assert collecting
+    assert not any(collecting), "no collection while the files are read"
+    assert gc.isenabled()
 
 
 def test_a_checkout_without_a_layer_has_no_object(tmp_path: Path) -> None:

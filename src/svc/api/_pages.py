@@ -5,16 +5,14 @@ A quart-trio app. Every failure is the same ErrorBody the capability routes send
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import hashlib
 import html
 import logging
 import mimetypes
 import os
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +24,7 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from svc._errors import Internal, MethodNotAllowed, NotFound, SvcError, Unavailable
+from svc._gc import gc_paused
 from svc._version import __version__
 from svc.api._http import error_response
 from svc.api.cockpit import PAGE_HEADERS, Cockpit, mount
@@ -335,7 +334,7 @@ def _markdown(markdown: MarkdownIt, page: PageMaker, data: bytes, name: str, rel
     text = data.decode("utf-8", "replace")
     title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), name)
     crumbs = f"<p class=svc-breadcrumbs><a href='/docs/'>docs</a> / {html.escape(rel)}</p>"
-    with _gc_paused():
+    with gc_paused():
         rendered = _render(markdown, text)
     return page(title, crumbs + rendered), _HTML
 
@@ -350,19 +349,6 @@ def _render(markdown: MarkdownIt, text: str) -> str:
             token.attrSet("class", "align-" + style.partition(":")[2].strip())
     rendered: str = markdown.renderer.render(tokens, markdown.options, {})
     return rendered
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic collector for the block (left as it is when another thread already paused it)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _listing_html(page: PageMaker, root: Path, directory: Path) -> str:

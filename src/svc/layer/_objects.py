@@ -40,6 +40,7 @@ from urllib.parse import quote, unquote
 
 import msgspec
 
+from svc._gc import gc_paused
 from svc.layer._git import run_git
 from svc.layer._kinds import KindSchema, KindSpec, load_kind_schema
 from svc.layer._manifest import LayerReading, read_manifest
@@ -229,7 +230,8 @@ class ObjectIndex:
         reading = read_manifest(repo)
         if not repo.has_layer or not reading.usable:
             return cls(())
-        return _Builder(repo, reading).build()
+        with gc_paused():  # every file's reading makes many small objects and no cycle
+            return _Builder(repo, reading).build()
 
 
 def source_classes(repo: Repository, sections: Mapping[str, str]) -> list[SourceClass]:

@@ -10,13 +10,13 @@ the filters of `mesh.peers` and `mesh.state` over a folded state (its digest sta
 from __future__ import annotations
 
 import functools
-import gc
 import hashlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 import msgspec
 
+from svc._gc import gc_paused
 from svc.mesh_udp._canonical import canonical_json
 from svc.mesh_udp._coop_views import (
     ClaimMode,
@@ -550,10 +550,7 @@ def fold(events: Sequence[Event], *, dead: Callable[[str], bool], opaque: int) -
         dead: whether a stream's runtime stopped beating (its liveness is `expired`).
         opaque: the events of kinds this runtime does not interpret (counted, relayed, not folded).
     """
-    collecting = gc.isenabled()
-    if collecting:
-        gc.disable()  # the fold makes many small objects and no cycles: collections would only slow it
-    try:
+    with gc_paused():  # the fold makes many small objects and no cycles: collections would only slow it
         folder = _Folder()
         if not folder.run(events):
             folder = _Folder()
@@ -561,9 +558,6 @@ def fold(events: Sequence[Event], *, dead: Callable[[str], bool], opaque: int) -
         folder.expire(dead)
         live = folder.rank()
         return folder.state(folder.overlaps(live), opaque=opaque)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def conflicts(state: CooperationState, *, session: str, scope: list[str]) -> list[ClaimView]:

@@ -55,6 +55,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from svc._errors import Internal
+from svc._gc import gc_paused
 from svc._version import __version__
 from svc.layer import Repository, ensure_local_state, load_yaml, read_repository_file, write_atomic
 from svc.plan import _derive, _keys, _load, _model, _proof, _seal
@@ -65,7 +66,6 @@ from svc.plan._load import (
     ProjectRecord,
     RecordKind,
     Records,
-    gc_paused,
     parse_record,
 )
 from svc.plan._model import Plan, PlanFinding

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 
+from svc._gc import gc_paused
 from svc.layer import clip
-from svc.plan._load import IssueRecord, MilestoneRecord, Records, gc_paused
+from svc.plan._load import IssueRecord, MilestoneRecord, Records
 from svc.plan._model import (
     ISSUE_STATUSES,
     MILESTONE_STATUSES,

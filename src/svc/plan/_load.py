@@ -19,15 +19,14 @@ check); `load_records` is both.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
 
+from svc._gc import gc_paused
 from svc.layer import YamlAliases, YamlError, clip, load_yaml
 from svc.plan._keys import (
     ISSUE_KEYS,
@@ -55,7 +54,6 @@ __all__ = [
     "RecordKind",
     "Records",
     "assemble",
-    "gc_paused",
     "load_records",
     "parse_record",
 ]
@@ -403,24 +401,6 @@ def _issue(stem: str, path: str, data: bytes) -> Parsed:
         raw=_authored(mapping),
     )
     return record, tuple(read.findings)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for a block that allocates many acyclic objects.
-
-    A derivation of 10,000 issues allocates hundreds of thousands of objects, none in a cycle; with the
-    collector on, it would walk every loaded record again and again, which costs more than the derivation.
-    Reference counting frees everything as usual. Already paused (another thread): left as it is.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def parse_record(kind: RecordKind, name: str, data: bytes, base: str = ".ai/repo/project") -> Parsed:

@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 import msgspec
 
 from svc._errors import Internal, InvalidInput, NotFound
+from svc._gc import gc_paused
 from svc.layer import (
     DEFAULT_SECTIONS,
     Repository,
@@ -44,7 +45,7 @@ from svc.plan._cache import Listing, ParseCache
 from svc.plan._derive import derive
 from svc.plan._edit import check_move, reseal_record, stamp_record
 from svc.plan._ledger import LedgerError, append_line, ledger_line
-from svc.plan._load import Parsed, RecordKind, Records, assemble, gc_paused, parse_record
+from svc.plan._load import Parsed, RecordKind, Records, assemble, parse_record
 from svc.plan._model import Plan, PlanFinding, PlanTransitionResult
 from svc.plan._pending import PENDING, PendingEvent, clear_pending, read_pending, settle, unlogged, write_pending
 from svc.plan._seal import MOVES, SEAL_SCHEMA, Move, domain_problem, known_domains, seal, sealing_domain
