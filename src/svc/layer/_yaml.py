@@ -447,6 +447,7 @@ class _Slow(Exception):
 # One entry of a top-level mapping: a key line (`key:` or `key: value`) and the lines under it, which start with
 # a space or a dash (group 3, each ending with its line feed). `_ENTRIES` is a whole document of them.
 _ENTRY = r"([A-Za-z_][A-Za-z0-9_-]{0,127}):(?: +([^\n]+))?\n((?:[ -][^\n]*\n)*)"
+_ENTRY_RE = re.compile(_ENTRY)
 _ENTRIES = re.compile(f"(?:{_ENTRY})+")
 _MISSING = object()
 
@@ -464,7 +465,7 @@ def _flat(text: str) -> dict[Any, Any]:
         raise _Slow
     result: dict[Any, Any] = {}
     plains = _PLAINS
-    for name, rest, block in re.findall(_ENTRY, text):
+    for name, rest, block in _ENTRY_RE.findall(text):
         key = plains[name] if name in plains else _plain(name)
         if rest:
             if block or rest[0] == "#":
@@ -483,7 +484,8 @@ def _block(block: str) -> Any:
     """The value written on the lines under a key: a list of scalars read whole, else the line-by-line reading."""
     indent = len(block) - len(block.lstrip(" "))
     lead = block[: indent + 2]
-    if lead[-2:] == "- " and re.fullmatch(f"(?:{lead}[^\n]*\n)+", block):
+    # Every line starts with `lead`: the first, and each one after a line feed (the last ends the block).
+    if lead[-2:] == "- " and block.count("\n" + lead) == block.count("\n") - 1:
         items: list[Any] = []
         plains = _PLAINS
         for rest in block[indent + 2 : -1].split(f"\n{lead}"):
