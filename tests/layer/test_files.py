@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import stat
 import time
 from pathlib import Path
 
-from svc.layer import remove_stale_temps, write_atomic
+import pytest
+
+from svc.layer import remove_stale_temps, temp_beside, write_atomic
 
 
 def _left_by_a_killed_write(directory: Path, name: str) -> Path:
     """A temp file exactly as `write_atomic` creates it, never renamed."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    fd, tmp = temp_beside(directory / name)
     os.write(fd, b"half a record")
     os.close(fd)
     return Path(tmp)
@@ -53,3 +55,27 @@ def test_a_temp_file_newer_than_the_running_write_is_left_alone(tmp_path: Path) 
 
 def test_a_missing_directory_has_nothing_to_remove(tmp_path: Path) -> None:
     assert remove_stale_temps(tmp_path / "absent", before_ns=time.time_ns()) == []
+
+
+def test_a_temp_file_is_new_private_and_named_for_its_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "I0001.yaml"
+    taken = tmp_path / ".I0001.yaml.00000000.tmp"
+    taken.write_bytes(b"someone's")
+    (tmp_path / ".I0001.yaml.01010101.tmp").symlink_to(tmp_path / "elsewhere")
+    draws = iter([b"\0\0\0\0", b"\1\1\1\1", b"\2\2\2\2"])
+    monkeypatch.setattr(os, "urandom", lambda n: next(draws))
+    fd, tmp = temp_beside(target)
+    os.close(fd)
+    assert tmp == str(tmp_path / ".I0001.yaml.02020202.tmp"), "the taken name and the link are passed over"
+    assert taken.read_bytes() == b"someone's"
+    assert not (tmp_path / "elsewhere").exists()
+    assert stat.S_IMODE(os.stat(tmp).st_mode) == 0o600
+
+
+def test_a_temp_file_name_is_given_up_after_every_try_was_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".x.00000000.tmp").write_bytes(b"")
+    monkeypatch.setattr(os, "urandom", lambda n: b"\0\0\0\0")
+    with pytest.raises(FileExistsError, match="no free temp file name beside x"):
+        temp_beside(tmp_path / "x")

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from svc.layer._env_model import RepositoryEnvironment as RepositoryEnvironment
     from svc.layer._files import ensure_local_state as ensure_local_state
     from svc.layer._files import remove_stale_temps as remove_stale_temps
+    from svc.layer._files import temp_beside as temp_beside
     from svc.layer._files import write_atomic as write_atomic
     from svc.layer._front import front_matter as front_matter
     from svc.layer._git import run_git as run_git
@@ -188,5 +189,6 @@ __all__ = [
     "run_git",
     "scan_repository_dir",
     "source_classes",
+    "temp_beside",
     "write_atomic",
 ]

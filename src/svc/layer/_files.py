@@ -7,16 +7,37 @@ A writer killed between creating its temp file and renaming it leaves `.<name>.<
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 
-__all__ = ["ensure_local_state", "remove_stale_temps", "write_atomic"]
+__all__ = ["ensure_local_state", "remove_stale_temps", "temp_beside", "write_atomic"]
 
-#: The names `write_atomic` gives its temp files (`tempfile.mkstemp`: 8 characters of `[a-z0-9_]`).
+#: The names of the temp files `temp_beside` makes (8 characters of `[0-9a-f]`), and of those `tempfile.mkstemp`
+#: made with the same prefix and suffix (8 of `[a-z0-9_]`).
 _TEMP_NAME = re.compile(r"^\.(?P<name>[^/]+)\.[a-z0-9_]{8}\.tmp$")
+_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_TEMP_TRIES = 100
+
+
+def temp_beside(path: Path) -> tuple[int, str]:
+    """A new file beside `path` for its next bytes: its descriptor (open for writing, mode 0600) and its path.
+
+    Named `.<name>.<8 random hex digits>.tmp` and created exclusively, never a file or a link already there (as
+    `tempfile.mkstemp` does, whose imports a query's start-up is spared).
+
+    Raises:
+        OSError: as `os.open` does; `FileExistsError` when every name tried was taken.
+    """
+    for _ in range(_TEMP_TRIES):
+        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(4).hex()}.tmp")
+        try:
+            return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"no free temp file name beside {path.name}", str(path.parent))
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: bool = True) -> None:
@@ -31,7 +52,7 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: b
         keep = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         keep = 0o644 if mode is None else mode
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    fd, tmp = temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 
-from svc.layer._files import ensure_local_state, write_atomic
+from svc.layer._files import ensure_local_state, temp_beside, write_atomic
 from svc.layer._read import read_repository_file
 from svc.layer._repository import Repository
 
@@ -115,7 +114,7 @@ def acquire_lease(repo: Repository, *, version: str, executable: Executable | No
 
 def _publish_exclusive(path: Path, data: bytes) -> bool:
     """Write `data` to a temporary file and link it to `path`; False when `path` already exists."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

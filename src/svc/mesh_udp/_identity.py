@@ -15,14 +15,13 @@ import hashlib
 import os
 import re
 import secrets
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from svc.layer import run_git
+from svc.layer import run_git, temp_beside
 from svc.mesh_udp._canonical import node_id_of
 
 if TYPE_CHECKING:
@@ -211,7 +210,7 @@ def _create_exclusive(path: Path, data: bytes) -> None:
     if not directory.exists():
         directory.mkdir(parents=True, mode=0o700)
         os.chmod(directory, 0o700)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    fd, tmp = temp_beside(path)
     try:
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "wb") as handle:
