@@ -66,8 +66,15 @@ _NO_SESSION = "session is required: only an MCP session stands for its own (boar
 _INACTIVE = "on a server where cooperation does not run (svc's own checkout declares no mesh), it is refused (422)"
 
 
+def cooperation_here(ctx: Context) -> Cooperation | None:
+    """This process's cooperation when it runs and nothing refuses it, found without reading anything."""
+    mesh = ctx.components.find(Mesh)
+    coop = mesh.cooperation if mesh is not None else None
+    return coop if coop is not None and coop.reason is None else None
+
+
 async def running_cooperation(ctx: Context) -> Cooperation | str:
-    """This process's cooperation, or why it does not run here."""
+    """This process's cooperation, or why it does not run here (read from the mesh declaration if need be)."""
     mesh = ctx.components.find(Mesh)
     if mesh is None:
         idle = await trio.to_thread.run_sync(Mesh.idle, ctx.runtime.repository)

@@ -18,9 +18,15 @@ import msgspec
 import trio
 
 from svc._errors import Forbidden
-from svc.capabilities._cooperation import active_cooperation, mcp_peer, named_session, running_cooperation
+from svc.capabilities._cooperation import (
+    active_cooperation,
+    cooperation_here,
+    mcp_peer,
+    named_session,
+    running_cooperation,
+)
 from svc.layer._required import require_layer
-from svc.mesh_udp import ClaimChoice, ClaimView, Cooperation, CooperationState, Mesh, Written
+from svc.mesh_udp import ClaimChoice, ClaimView, Cooperation, CooperationState, Written
 from svc.mesh_udp._fold import paths_meet
 from svc.plan import (
     NO_ISSUE,
@@ -102,24 +108,18 @@ async def next_for_session(ctx: Context, milestone: str | None, session: str | N
     that no claim was weighed.
     """
     snapshot = await _snapshot(ctx)
-    if session is None and _cooperation_here(ctx) is None:
-        # An MCP caller's own session where cooperation does not run: the plain answer, nothing more to say.
-        return next_issue(snapshot.plan, milestone, snapshot.records, known_domains())
-    found = await running_cooperation(ctx)
-    if isinstance(found, str) or found.reason is not None:
+    coop = cooperation_here(ctx)
+    if coop is None:
+        if session is None:
+            # An MCP caller's own session where cooperation does not run: the plain answer, nothing more to say.
+            return next_issue(snapshot.plan, milestone, snapshot.records, known_domains())
+        found = await running_cooperation(ctx)
         why = found if isinstance(found, str) else found.reason
         note = f"no claim was weighed: cooperation does not run here ({why})"
         return next_issue(snapshot.plan, milestone, snapshot.records, known_domains(), notes=[note])
-    key = _session_key(found, named_session(ctx, session))
-    passing = passing_for(found.state(), key, claim_scopes(snapshot))
+    key = _session_key(coop, named_session(ctx, session))
+    passing = passing_for(coop.state(), key, claim_scopes(snapshot))
     return next_issue(snapshot.plan, milestone, snapshot.records, known_domains(), session=key, passing=passing)
-
-
-def _cooperation_here(ctx: Context) -> Cooperation | None:
-    """This process's running cooperation, found without reading anything (None when it does not run)."""
-    mesh = ctx.components.find(Mesh)
-    coop = mesh.cooperation if mesh is not None else None
-    return coop if coop is not None and coop.reason is None else None
 
 
 def _own_claim(state: CooperationState, session: str, issue: str) -> ClaimView | None:
