@@ -48,6 +48,12 @@ async def test_every_cli_exposure_is_a_command() -> None:
             result = await invoke(*cap.exposure.cli, "--help")
             assert result.exit_code == 0, result.output
             assert cap.id in result.output
+            shown = " ".join(result.output.split())
+            for param in tree[cap.exposure.cli].parameters:
+                switch = param.kind == "boolean" and not param.negatable
+                if param.default is None or param.positional or param.sets or param.multiple or switch:
+                    continue
+                assert f"(default: {msgspec.json.encode(param.default).decode()})" in shown, (cap.id, param.name)
 
 
 async def test_not_found_is_one_line_on_stderr_and_exit_10() -> None:

@@ -14,7 +14,6 @@ Exit codes: 0 success, 1 internal failure, 2 usage, 10 refused or invalid.
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import os
 import re
@@ -123,7 +122,7 @@ def _click_parameter(param: CliParameter, *, typed: bool) -> click.Parameter:
         return click.Option([param.name, dest], flag_value=param.sets, default=None, help=param.help)
     if param.multiple:
         return click.Option([param.name, dest], type=kind, multiple=True, metavar=param.metavar, help=param.help)
-    shown = "" if param.default is None else f" (default: {json.dumps(param.default)})"
+    shown = "" if param.default is None else f" (default: {msgspec.json.encode(param.default).decode()})"
     if param.kind == "boolean" and not param.negatable:
         return click.Option([param.name, dest], is_flag=True, default=False, help=param.help)
     if param.kind == "boolean":
