@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: The floors, bottom up. A package may import only packages on floors below its own (and itself).
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("base",),  # svc/_errors.py, svc/_gc.py, svc/_lazy.py, svc/_version.py
+    ("base",),  # svc/_errors.py, svc/_gc.py, svc/_lazy.py, svc/_log.py, svc/_version.py
     ("layer",),
     ("registry", "plan"),
     ("surfaces", "runtime"),
@@ -32,7 +32,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("svc",),  # svc/__init__.py, svc/__main__.py
 )
 #: The top-level modules of `svc` that form the `base` package.
-BASE_MODULES = frozenset({"_errors", "_gc", "_lazy", "_version"})
+BASE_MODULES = frozenset({"_errors", "_gc", "_lazy", "_log", "_version"})
 #: The modules of `svc` itself that form the `svc` package (the top).
 TOP_MODULES = frozenset({"__init__", "__main__"})
 #: The modules and subpackages directly under `svc`; any other `svc.X` is a name of `svc/__init__.py`.

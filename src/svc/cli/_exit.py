@@ -11,9 +11,10 @@ object by object (a sixth of `svc plan next` on 1,000 issues). Every other comma
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sys
+
+from svc._log import shutdown as shutdown_logging
 
 __all__ = ["arm", "leave_if_armed"]
 
@@ -42,7 +43,7 @@ def leave_if_armed(code: object) -> None:
     if not _State.armed:
         return
     status = _exit_code(code)
-    logging.shutdown()
+    shutdown_logging()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
             stream.flush()

@@ -14,7 +14,6 @@ Exit codes: 0 success, 1 internal failure, 2 usage, 10 refused or invalid.
 from __future__ import annotations
 
 import gc
-import logging
 import os
 import re
 import sys
@@ -28,6 +27,7 @@ import asyncclick as click
 import msgspec
 
 from svc._errors import Internal, SvcError
+from svc._log import LazyLogger
 from svc._version import __version__
 from svc.cli._tree import CliDescription, CliEntry, describe_cli, load_description
 from svc.surfaces._cli_model import VERSION_OPTION, CliParameter
@@ -51,7 +51,7 @@ __all__ = ["build_cli", "main"]
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 10
 
-_log = logging.getLogger("svc.cli")
+_log = LazyLogger("svc.cli")
 
 #: Set while `main` parses and answers with no event loop: a command that needs one says so (`_NeedsLoop`).
 _DRIVEN: ContextVar[bool] = ContextVar("svc_cli_driven", default=False)
@@ -94,6 +94,8 @@ def _repository(ctx: click.Context) -> Repository:
 
 def _configure_logging(level: int) -> None:
     """Log svc's own records at `level` to stderr, and other libraries' (MCP SDK, hypercorn) from warnings on."""
+    import logging
+
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
     logging.getLogger("svc").setLevel(level)
 

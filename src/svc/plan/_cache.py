@@ -41,7 +41,6 @@ import dataclasses
 import functools
 import hashlib
 import importlib.util
-import logging
 import os
 import stat
 import sys
@@ -56,6 +55,7 @@ import msgspec
 
 from svc._errors import Internal
 from svc._gc import gc_paused
+from svc._log import LazyLogger
 from svc._version import __version__
 from svc.layer import Repository, ensure_local_state, load_yaml, read_repository_file, write_atomic
 from svc.plan import _derive, _keys, _load, _model, _proof, _seal
@@ -74,7 +74,7 @@ from svc.plan._seal import known_domains
 
 __all__ = ["CACHE_FILE", "KINDS", "RACY_NS", "ParseCache", "digest", "forget", "key_of", "token"]
 
-_log = logging.getLogger("svc.plan")
+_log = LazyLogger("svc.plan")
 #: Bumped whenever what the file holds, or how a record file is read, changes.
 _FORMAT = 2
 #: The cache file, relative to the layer (`.ai/`).

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import logging
 import os
 import stat
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import msgspec
 
+from svc._log import LazyLogger
 from svc.layer import check_repository_file, read_repository_file
 from svc.plan._ledger import append_line
 from svc.plan._load import IssueRecord
@@ -32,7 +32,7 @@ from svc.plan._seal import MOVES, Move, seal
 
 __all__ = ["PENDING", "PendingEvent", "clear_pending", "ledger_holds", "read_pending", "settle", "unlogged"]
 
-_log = logging.getLogger("svc.plan")
+_log = LazyLogger("svc.plan")
 
 #: The file under `.ai/local/state/` that holds the line of the move in progress.
 PENDING = "ledger.pending"

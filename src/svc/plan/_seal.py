@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import logging
 import os
 import re
 from collections.abc import Iterable
@@ -19,6 +18,7 @@ from typing import Literal
 
 import msgspec
 
+from svc._log import LazyLogger
 from svc.layer import YamlError, load_yaml
 from svc.layer._share import SHARE_ENV, read_share
 
@@ -35,7 +35,7 @@ __all__ = [
     "sealing_domain",
 ]
 
-_log = logging.getLogger("svc.plan")
+_log = LazyLogger("svc.plan")
 
 #: The first line of every sealed text (the reference tool's own name is replaced by `svc`).
 SEAL_SCHEMA = "svc.plan-event/v1"

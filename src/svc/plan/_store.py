@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
-import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +25,7 @@ import msgspec
 
 from svc._errors import Internal, InvalidInput, NotFound
 from svc._gc import gc_paused
+from svc._log import LazyLogger
 from svc.layer import (
     DEFAULT_SECTIONS,
     Repository,
@@ -66,7 +66,7 @@ __all__ = [
     "reseal",
 ]
 
-_log = logging.getLogger("svc.plan")
+_log = LazyLogger("svc.plan")
 
 #: Paths under `.ai/local/state/`.
 LOCK = "plan.lock"
