@@ -1,7 +1,7 @@
 """The ledger `.ai/local/state/ledger.jsonl` (docs/layer.md): append-only, one JSON object per line.
 
 A line is built and checked before anything touches the disk (`ledger_line`): its event must be declared in
-the packaged vocabulary (`svc/layer/events.yaml`), carry every required payload key and no envelope key.
+the packaged vocabulary (`svc/plan/events.yaml`), carry every required payload key and no envelope key.
 `append_line` opens with append, takes an exclusive `flock` on the ledger, writes the whole line, fsyncs
 and unlocks. `read_ledger` skips (and counts) what does not parse; nothing here ever rewrites the file.
 """
@@ -49,8 +49,8 @@ class EventDeclaration(msgspec.Struct, frozen=True):
     public: bool
 
 
-#: The packaged event vocabulary, beside the layer modules.
-_EVENTS = Path(__file__).resolve().parent.parent / "layer" / "events.yaml"
+#: The packaged event vocabulary, beside this module.
+_EVENTS = Path(__file__).with_name("events.yaml")
 
 
 @functools.cache
