@@ -15,7 +15,6 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +27,11 @@ from svc._version import __version__
 from svc.capabilities._plan import CAPABILITIES
 from svc.host._service import open_service
 from svc.layer import Repository
-from svc.layer import _read as read_module
 from svc.plan import (
     Plan,
-    Records,
     Snapshot,
     _cache,
     _parallel,
-    _store,
     derive,
     issue_list,
     load_records,
@@ -54,9 +50,9 @@ from svc.plan._seal import SEAL_SCHEMA, known_domains, seal
 from svc.plan._store import LEDGER, move_issue
 from svc.runtime import Actor
 from tests.plan._records import issue, yaml_bytes
+from tests.plan.conftest import AHEAD_NS, PROJECT, Counts
 from tests.plan.test_properties import plans
 
-PROJECT = Path(".ai/repo/project")
 CACHE = Path(".ai") / _cache.CACHE_FILE
 #: The records of `small_plan()`: the project, two milestones, six issues.
 ALL = {
@@ -65,22 +61,6 @@ ALL = {
     "M2.yaml",
     *(f"I000{n}.yaml" for n in range(1, 7)),
 }
-AHEAD_NS = 10 * 10**9
-
-
-@dataclass
-class Counts:
-    """What the reads since the last `clear` parsed (file names), opened (records' repository-relative paths),
-    and how many plans they derived."""
-
-    parsed: list[str] = field(default_factory=list)
-    opened: list[str] = field(default_factory=list)
-    derived: int = 0
-
-    def clear(self) -> None:
-        self.parsed.clear()
-        self.opened.clear()
-        self.derived = 0
 
 
 @pytest.fixture(autouse=True)
@@ -89,40 +69,6 @@ def no_memory() -> Iterator[None]:
     _cache.forget()
     yield
     _cache.forget()
-
-
-@pytest.fixture
-def later(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The racy rule's clock 10 s ahead: every file the test writes is old enough to be stored."""
-    monkeypatch.setattr(_cache, "_now_ns", lambda: time.time_ns() + AHEAD_NS)
-
-
-@pytest.fixture
-def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
-    """Count every record parse and every file the reading rule reads through a descriptor."""
-    seen = Counts()
-
-    def parse(kind: RecordKind, name: str, data: bytes, base: str = ".ai/repo/project") -> Parsed:
-        seen.parsed.append(name)
-        return parse_record(kind, name, data, base)
-
-    real_read = read_module._read_fd_stat
-
-    def read(fd: int, name: str, limit: int) -> tuple[os.stat_result, bytes]:
-        if name.startswith(f"{PROJECT}/"):
-            seen.opened.append(name)
-        return real_read(fd, name, limit)
-
-    def derived(records: Records, **kw: Any) -> Plan:
-        seen.derived += 1
-        return derive(records, **kw)
-
-    monkeypatch.setattr(_cache, "parse_record", parse)
-    monkeypatch.setattr(_parallel, "parse_record", parse)
-    monkeypatch.setattr(_store, "parse_record", parse)
-    monkeypatch.setattr(_store, "derive", derived)
-    monkeypatch.setattr(read_module, "_read_fd_stat", read)
-    return seen
 
 
 def _repo(root: Path) -> Repository:

@@ -50,11 +50,16 @@ __all__ = [
 async def on_serve(ctx: click.Context, options: ServeOptions) -> None:
     _configure_logging(logging.INFO)
     from svc.cli._exit import arm
-    from svc.host import serve
+    from svc.plan._prime import priming
 
     arm()
     try:
-        await serve(_repository(ctx), port=options.port)
+        repo = _repository(ctx)
+        # Before the web and MCP stacks are imported: a large plan is read on the other processor meanwhile.
+        with priming(repo):
+            from svc.host import serve
+
+            await serve(repo, port=options.port)
     except SvcError as exc:
         _fail(exc)
     except OSError as exc:

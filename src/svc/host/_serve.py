@@ -17,6 +17,7 @@ from svc.host._hosting import take_lease, watch_signals
 from svc.host._service import open_service
 from svc.layer import Lease, LeaseHeld, Repository, publish_url, release_lease
 from svc.mesh_udp import Mesh, start_mesh
+from svc.plan._prime import priming
 from svc.runtime import Executor
 
 __all__ = ["serve", "serve_checkout"]
@@ -44,19 +45,22 @@ async def serve_checkout(
     """
     try:
         mesh = await Mesh.open(repo) if http else None
-        async with open_service(repo, surface=surface, watch=True, mesh=mesh) as executor:
-            executor.runtime.server.leaseholder = (lease is not None) if http else None
-            if not http:
-                task_status.started(executor)
-                await stop.wait()
-                return
-            async with trio.open_nursery() as nursery:
-                url = await nursery.start(partial(serve_http, executor, port=port, shutdown=stop, announce=announce))
-                if lease is not None:
-                    lease = await trio.to_thread.run_sync(publish_url, repo, lease, url)
-                if mesh is not None:
-                    await start_mesh(mesh, executor.supervisor)
-                task_status.started(executor)
+        with priming(repo):
+            async with open_service(repo, surface=surface, watch=True, mesh=mesh) as executor:
+                executor.runtime.server.leaseholder = (lease is not None) if http else None
+                if not http:
+                    task_status.started(executor)
+                    await stop.wait()
+                    return
+                async with trio.open_nursery() as nursery:
+                    url = await nursery.start(
+                        partial(serve_http, executor, port=port, shutdown=stop, announce=announce)
+                    )
+                    if lease is not None:
+                        lease = await trio.to_thread.run_sync(publish_url, repo, lease, url)
+                    if mesh is not None:
+                        await start_mesh(mesh, executor.supervisor)
+                    task_status.started(executor)
     finally:
         if lease is not None:
             release_lease(repo, lease)

@@ -494,17 +494,17 @@ class ParseCache:
         self.queued[kind].append((name, data, key if stored else None, hashed))
         return None
 
-    def parse_queued(self) -> dict[tuple[RecordKind, str], Parsed]:
+    def parse_queued(self, *, helper: bool = True) -> dict[tuple[RecordKind, str], Parsed]:
         """Parse every file `take` queued and store the entries; each parse by (kind, file name).
 
-        Many files are parsed on two processors (`parse_many`).
+        Many files are parsed on two processors (`parse_many`), unless `helper` is false.
         """
         parses: dict[tuple[RecordKind, str], Parsed] = {}
         for kind, queued in self.queued.items():
             if not queued:
                 continue
             after = self.opened[kind]
-            done = parse_many(kind, [(name, data) for name, data, _, _ in queued], self.base)
+            done = parse_many(kind, [(name, data) for name, data, _, _ in queued], self.base, helper=helper)
             for (name, _, key, hashed), (record, findings) in zip(queued, done, strict=True):
                 self.parsed += 1
                 parses[kind, name] = record, findings

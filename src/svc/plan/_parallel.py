@@ -65,15 +65,15 @@ def _frames(kind: RecordKind) -> msgspec.msgpack.Decoder[Any]:
         return _FRAMES[kind]
 
 
-def parse_many(kind: RecordKind, files: Sequence[tuple[str, bytes]], base: str) -> list[Parsed]:
+def parse_many(kind: RecordKind, files: Sequence[tuple[str, bytes]], base: str, *, helper: bool = True) -> list[Parsed]:
     """`parse_record(kind, name, data, base)` of each `(name, data)`, in order.
 
-    On two processors when there are at least `SPAWN_MIN`.
+    On two processors when there are at least `SPAWN_MIN` and `helper` is true.
     """
-    if len(files) < SPAWN_MIN:
+    if not helper or len(files) < SPAWN_MIN:
         return [parse_record(kind, name, data, base) for name, data in files]
-    with _spawned(kind, files, base) as helper:
-        return _shared(kind, files, base, helper)
+    with _spawned(kind, files, base) as spawned:
+        return _shared(kind, files, base, spawned)
 
 
 class _Helper:

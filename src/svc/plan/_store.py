@@ -48,6 +48,7 @@ from svc.plan._ledger import LedgerError, append_line, ledger_line
 from svc.plan._load import Parsed, RecordKind, Records, assemble, parse_record
 from svc.plan._model import Plan, PlanFinding, PlanTransitionResult
 from svc.plan._pending import PENDING, PendingEvent, clear_pending, read_pending, settle, unlogged, write_pending
+from svc.plan._prime import await_primer
 from svc.plan._seal import MOVES, SEAL_SCHEMA, Move, domain_problem, known_domains, seal, sealing_domain
 from svc.plan._views import next_ready
 
@@ -101,7 +102,8 @@ def _location(repo: Repository) -> tuple[Path | None, list[PlanFinding]]:
     return repo.layer / rel, []
 
 
-def _select(name: str) -> bool:
+def select_record(name: str) -> bool:
+    """Whether a directory entry's name is a record file's (`*.yaml`, dot files skipped)."""
     return not name.startswith(".") and name.endswith(".yaml")
 
 
@@ -127,7 +129,7 @@ def _read_dir(
     """
     out: list[tuple[str, Parsed | None]] = []
     try:
-        for scanned in scan_repository_dir(repo.root, directory, _select, cache.reuse(kind)):
+        for scanned in scan_repository_dir(repo.root, directory, select_record, cache.reuse(kind)):
             taken = _taken(cache, kind, scanned, findings, scanned.name[: -len(".yaml")])
             if taken is not None:
                 out.append(taken)
@@ -198,8 +200,8 @@ def _listed(repo: Repository, directory: Path, cache: ParseCache) -> Listing | N
     listed: Listing = {}
     folders: tuple[tuple[RecordKind, Path, Callable[[str], bool]], ...] = (
         ("project", directory, _is_project),
-        ("milestone", directory / "milestones", _select),
-        ("issue", directory / "issues", _select),
+        ("milestone", directory / "milestones", select_record),
+        ("issue", directory / "issues", select_record),
     )
     for kind, folder, select in folders:
         try:
@@ -269,19 +271,22 @@ class Snapshot(msgspec.Struct, frozen=True):
     issue_bytes: dict[str, bytes] = msgspec.field(default_factory=dict)
 
 
-def read_snapshot(repo: Repository, *, exact: bool = False) -> Snapshot:
+def read_snapshot(repo: Repository, *, exact: bool = False, helper: bool = True) -> Snapshot:
     """Read every record of `repo` and derive the plan (an absent layer is an empty plan).
 
     A query's read reuses the cached derivation when every record file's (size, mtime, inode, ctime) equal its
     entry's, the files are the same, no ledger line is pending and the seal domains are the same; otherwise it
     keeps unopened every record whose four numbers equal its entry's, and derives. `exact=True` (a move) reads
-    every record's bytes, reuses a parse only for the very bytes it parsed, and always derives.
+    every record's bytes, reuses a parse only for the very bytes it parsed, and always derives. Many records
+    are parsed on two processors unless `helper` is false (`parse_many`). A read in a serving process first
+    waits for the plan's read in a second process its start began (`await_primer`), and reuses what it stored.
     """
+    await_primer(repo.root)
     with gc_paused():
-        return _snapshot(repo, exact)
+        return _snapshot(repo, exact, helper)
 
 
-def _snapshot(repo: Repository, exact: bool) -> Snapshot:
+def _snapshot(repo: Repository, exact: bool, helper: bool) -> Snapshot:
     directory, findings = _location(repo)
     if directory is None:
         records = Records(findings=tuple(findings))
@@ -299,7 +304,7 @@ def _snapshot(repo: Repository, exact: bool) -> Snapshot:
     milestones = _read_dir(repo, directory / "milestones", "milestone", cache, findings, {})
     issues = _read_dir(repo, directory / "issues", "issue", cache, findings, read)
     issue_bytes = {name[: -len(".yaml")]: data for name, data in read.items()}
-    parses = cache.parse_queued()
+    parses = cache.parse_queued(helper=helper)
     pending = read_pending(repo.root, repo.local_state)
     clean = not findings and pending is None
     reused = cache.derived(clean=clean)
