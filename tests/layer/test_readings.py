@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from svc.layer import ObjectIndex, Repository, _readings
+from svc.layer import ObjectIndex, Repository, _objects, _readings
 from svc.layer._files import write_atomic
 from svc.layer._objects import _Builder
 from svc.layer._readings import CACHE_FILE, forget
@@ -157,3 +158,112 @@ def test_a_symlinked_cache_file_is_not_followed_out_of_the_checkout(tmp_path: Pa
     parsed.clear()
     _build(root)
     assert ISSUE in parsed
+
+
+# --- kept by stat numbers ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths each build opens (`_Reader.read` calls)."""
+    seen: list[str] = []
+    original = _objects._Reader.read
+
+    def counting(self: _objects._Reader, path: str) -> object:
+        seen.append(path)
+        return original(self, path)
+
+    monkeypatch.setattr(_objects._Reader, "read", counting)
+    return seen
+
+
+@pytest.fixture
+def quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The racy rule's clock 10 s ahead: every file the test writes is quiet enough to be kept by its numbers."""
+    monkeypatch.setattr(_readings, "_now_ns", lambda: time.time_ns() + 10 * 10**9)
+
+
+@pytest.mark.usefixtures("quiet")
+def test_a_rebuild_opens_only_the_files_whose_stat_numbers_changed(
+    tmp_path: Path, parsed: list[str], opened: list[str]
+) -> None:
+    root = make_checkout(tmp_path / "c")
+    first = _build(root)
+    assert len(opened) > 20
+    opened.clear()
+    parsed.clear()
+    assert _build(root).objects == first.objects
+    assert opened == []
+    assert parsed == []
+    forget()  # a new process: the same from the cache file
+    assert _build(root).objects == first.objects
+    assert opened == []
+    issue = root / ISSUE
+    issue.write_text(issue.read_text(encoding="utf-8").replace("title:", "title: Changed", 1), encoding="utf-8")
+    changed = _build(root).get("svc://issue/I0001")
+    assert opened == [ISSUE]
+    assert parsed == [ISSUE]
+    assert changed is not None
+    assert (changed.title or "").startswith("Changed")
+
+
+@pytest.mark.usefixtures("quiet")
+@pytest.mark.parametrize("number", ["size", "mtime", "inode", "ctime"])
+def test_each_stat_number_decides_whether_a_file_is_opened(
+    tmp_path: Path, parsed: list[str], opened: list[str], number: str
+) -> None:
+    root = make_checkout(tmp_path / "c")
+    issue = root / ISSUE
+    _build(root)
+    before = os.stat(issue)
+    text = issue.read_bytes()
+    if number == "size":
+        issue.write_bytes(text + b"# one more line\n")
+    elif number == "mtime":
+        os.utime(issue, ns=(before.st_atime_ns, before.st_mtime_ns + 1))
+    elif number == "inode":
+        replacement = issue.with_name("replacement.tmp")
+        replacement.write_bytes(text)
+        os.utime(replacement, ns=(before.st_atime_ns, before.st_mtime_ns))
+        os.replace(replacement, issue)
+    else:
+        os.chmod(issue, before.st_mode ^ 0o001)  # the ctime alone moves
+    assert _readings.stat_of(os.stat(issue)) != _readings.stat_of(before)
+    opened.clear()
+    parsed.clear()
+    _build(root)
+    assert opened == [ISSUE]
+    assert parsed == ([ISSUE] if number == "size" else []), "the same bytes are not parsed again"
+
+
+@pytest.mark.usefixtures("quiet")
+def test_an_edit_that_restores_size_and_mtime_is_caught_by_the_ctime(
+    tmp_path: Path, parsed: list[str], opened: list[str]
+) -> None:
+    root = make_checkout(tmp_path / "c")
+    issue = root / ISSUE
+    text = issue.read_text(encoding="utf-8")
+    edited = text.replace("title:", "title: X", 1)
+    issue.write_text(edited, encoding="utf-8")  # the edit below keeps this size
+    _build(root)
+    before = os.stat(issue)
+    issue.write_text(edited.replace("title: X", "title: Y", 1), encoding="utf-8")
+    os.utime(issue, ns=(before.st_atime_ns, before.st_mtime_ns))
+    opened.clear()
+    changed = _build(root).get("svc://issue/I0001")
+    assert opened == [ISSUE]
+    assert changed is not None
+    assert (changed.title or "").startswith("Y")
+
+
+def test_a_file_changed_within_two_seconds_is_opened_at_every_build(
+    tmp_path: Path, parsed: list[str], opened: list[str]
+) -> None:
+    root = make_checkout(tmp_path / "c")
+    _build(root)
+    count = len(opened)
+    opened.clear()
+    parsed.clear()
+    _build(root)
+    assert len(opened) == count, "files written just now are never kept by their numbers"
+    assert parsed == [], "their bytes are still known"

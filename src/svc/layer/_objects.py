@@ -18,10 +18,11 @@ object per item of its list. A file that cannot be read, or whose content breaks
 object: it is one diagnostic (codes in docs/objects.md). Two objects claiming one URI are both excluded.
 
 The index is a reading of the files; all a build writes is its reading cache under `.ai/local/cache/`
-(svc.layer._readings), so that a file is parsed again only when its bytes change. Files are read under the
-reading rule (`read_repository_file`): symlinks, FIFOs, devices, files over 4 MiB and non-UTF-8 files are
-refused, and titles and descriptions are cut at 1,000 characters. It carries a fingerprint: SHA-256 over
-every object, in URI order, of its path, a NUL byte, its content and a line feed.
+(svc.layer._readings), so that a file is opened again only when its stat numbers change, and parsed again
+only when its bytes do. Files are read under the reading rule (`read_repository_file`): symlinks, FIFOs,
+devices, files over 4 MiB and non-UTF-8 files are refused, and titles and descriptions are cut at 1,000
+characters. It carries a fingerprint: SHA-256 over every object, in URI order, of its path, a NUL byte, its
+content and a line feed.
 """
 
 from __future__ import annotations
@@ -393,15 +394,27 @@ class _Builder:
         return ObjectIndex(kept, classes, diagnostics=diagnostics, kinds=self.schema)
 
     def read_file(self, path: str, source: SourceClass) -> Reading:
-        raw = self.reader.read(path)
-        if isinstance(raw, Reading):
-            return raw
+        """The reading of one file: its last one when its stat numbers are unchanged (not opened), else read.
+
+        A file read is parsed only when its bytes are new (`Readings.get`).
+        """
         assert self.readings is not None
-        key = (source.id, source.kind, path, digest(raw))
-        done = self.readings.get(key)
+        looked = self.reader.examine(path)
+        if isinstance(looked, Reading):
+            return looked
+        where = (source.id, source.kind, path)
+        kept = self.readings.unchanged(where, looked)
+        if kept is not None:
+            return kept
+        read = self.reader.read(path)
+        if isinstance(read, Reading):
+            return read
+        opened, raw = read
+        key = (*where, digest(raw))
+        done = self.readings.get(key, opened)
         if done is None:
             done = self.read_bytes(path, source, raw)
-            self.readings.put(key, done)
+            self.readings.put(key, done, opened)
         return done
 
     def read_bytes(self, path: str, source: SourceClass, raw: bytes) -> Reading:
@@ -629,8 +642,8 @@ class _Reader:
             known = self._dirs[directory] = real == self.top or real.startswith(self.top + os.sep)
         return known
 
-    def read(self, path: str) -> bytes | Reading:
-        """The file's bytes, or the diagnostic saying why it is not read."""
+    def examine(self, path: str) -> os.stat_result | Reading:
+        """The file's `lstat` when the rule lets it be read, or the diagnostic saying why it is not read."""
         full = os.path.join(self.root, path)
         try:
             st = os.lstat(full)
@@ -646,6 +659,11 @@ class _Reader:
             return _fail("oversized", path, f"{path} holds {st.st_size} bytes, over the {MAX_FILE_BYTES} byte limit")
         if not self._inside(posixpath.dirname(path)):
             return _fail("symlink", path, f"{path} lies under a symlinked directory leaving the repository")
+        return st
+
+    def read(self, path: str) -> tuple[os.stat_result, bytes] | Reading:
+        """The open file's `fstat` and its bytes, or the diagnostic saying why it is not read (`examine` first)."""
+        full = os.path.join(self.root, path)
         try:
             fd = os.open(full, _FLAGS)
         except OSError as exc:
@@ -671,7 +689,7 @@ class _Reader:
             os.close(fd)
         if total > MAX_FILE_BYTES:
             return _fail("oversized", path, f"{path} grew over the {MAX_FILE_BYTES} byte limit while read")
-        return b"".join(chunks)
+        return opened, b"".join(chunks)
 
 
 def _split_front_matter(text: str) -> tuple[dict[str, Any] | None, str] | str:
