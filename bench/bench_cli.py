@@ -29,8 +29,12 @@ One run:
    (`.ai/local/cache/` removed before the start) and warm (the cache file written by an earlier read); with
    the warm server, N whole processes that ask it for the same answer as a command line could (read the
    lease's URL, one stdlib `http.client` GET), the figure beside deriving the answer in the process;
-6. reads the idle CPU figures of `bench/results/idle.json` (written by `bench_idle.py`; not measured again);
-7. prints the table (figure, measured, target, met) to stdout and, on a full run, writes
+6. with `--peer TASK_MASTER` (the `task-master` executable of an `npm install task-master-ai`), the issue's
+   peer on the 1,000-issue plan: the plan written as its `tasks.json` (one task per issue: title, objective,
+   its status from the one svc derives, dependencies, priority), and
+   `task-master next -f json` timed as `svc plan next` is, alternating with it, beside svc's first read;
+7. reads the idle CPU figures of `bench/results/idle.json` (written by `bench_idle.py`; not measured again);
+8. prints the table (figure, measured, target, met) to stdout and, on a full run, writes
    `bench/results/cli.json`.
 """
 
@@ -73,6 +77,7 @@ TARGETS = {
     "import_svc_cli_ms": 60.0,
     "first_request_s": 1.0,
     "idle_percent_of_one_core": 0.5,
+    "plan_next_1000_over_peer": 0.13,
 }
 RUN_TIMEOUT = 300.0
 LIVE_TIMEOUT = 120.0
@@ -559,6 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="the 1,000-issue plan only, 3 runs, no result file")
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--peer", type=Path, help="the task-master executable: time `task-master next` beside svc")
     args = parser.parse_args(argv)
     runs = 3 if args.quick else 5
     plans = PLANS[:1] if args.quick else PLANS
@@ -574,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     start_spawner()
     try:
-        _measure(result, plans, runs)
+        _measure(result, plans, runs, args.peer)
     finally:
         stop_spawner()
     result["idle"] = idle_figures()
@@ -588,8 +594,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _measure(result: dict[str, Any], plans: tuple[tuple[int, int], ...], runs: int) -> None:
-    """Write the plans and measure every figure into `result`."""
+def _measure(result: dict[str, Any], plans: tuple[tuple[int, int], ...], runs: int, peer: Path | None) -> None:
+    """Write the plans and measure every figure into `result` (the peer's too, when given)."""
     with tempfile.TemporaryDirectory(prefix="svc-bench-cli-") as tmp:
         scratch = Path(tmp)
         baseline = scratch / "baseline_next.py"
@@ -604,6 +610,9 @@ def _measure(result: dict[str, Any], plans: tuple[tuple[int, int], ...], runs: i
             print(f"bench: {issues:,} issues: svc plan next and the baseline, {runs} runs each", file=sys.stderr)
             result["plans"][str(issues)] = plan_next(root, runs, scratch, baseline)
         small, large = roots[plans[0][1]], roots[plans[-1][1]]
+        if peer is not None:
+            print(f"bench: {plans[0][1]:,} issues: task-master next and svc plan next, {runs} runs", file=sys.stderr)
+            result["peer"] = peer_next(peer, small, runs, scratch)
         print(f"bench: -X importtime, {runs} runs", file=sys.stderr)
         result["imports"] = imports(small, runs, scratch)
         served = plans[-1][1]
@@ -613,6 +622,57 @@ def _measure(result: dict[str, Any], plans: tuple[tuple[int, int], ...], runs: i
             _checked(run_process([str(SVC), "--repo", str(large), "plan", "next", "--json"], scratch=scratch), "svc")
         warm = first_request(large, cold=False, logs=scratch, loopback=(runs, scratch))
         result["first_request"] = {"issues": served, "cold": cold, "warm": warm}
+
+
+#: task-master's priorities for the plan's p0 to p3.
+PEER_PRIORITY = {"p0": "critical", "p1": "high", "p2": "medium", "p3": "low"}
+#: task-master's statuses for svc's (READY and BLOCKED are both pending: task-master weighs the dependencies).
+PEER_STATUS = {"ACTIVE": "in-progress", "VERIFY": "review", "DONE": "done", "CANCELLED": "cancelled"}
+
+
+def peer_tasks(root: Path) -> dict[str, Any]:
+    """The plan under `root` as task-master's `tasks.json`: one task per issue, statuses as svc derives them."""
+    from svc.layer import Repository
+    from svc.plan import read_snapshot
+
+    snapshot = read_snapshot(Repository.discover(root))
+    status = {issue.id: issue.status for issue in snapshot.plan.issues}
+    number = {record.id: k + 1 for k, record in enumerate(snapshot.records.issues)}
+    tasks = [
+        {
+            "id": number[record.id],
+            "title": record.title,
+            "description": record.objective,
+            "details": f"milestone {record.milestone}; scope: {', '.join(record.scope)}",
+            "testStrategy": f"{record.validation} validation command(s)",
+            "status": PEER_STATUS.get(status[record.id], "pending"),
+            "dependencies": [number[d] for d in record.depends_on if d in number],
+            "priority": PEER_PRIORITY.get(record.priority, "medium"),
+            "subtasks": [],
+        }
+        for record in snapshot.records.issues
+    ]
+    when = "2026-10-01T00:00:00.000Z"
+    return {"master": {"tasks": tasks, "metadata": {"created": when, "updated": when, "description": "synthetic"}}}
+
+
+def peer_next(peer: Path, root: Path, runs: int, scratch: Path) -> dict[str, Any]:
+    """`task-master next -f json` on the plan of `root` as its tasks, alternating with svc's first read."""
+    project = scratch / "peer"
+    (project / ".taskmaster" / "tasks").mkdir(parents=True, exist_ok=True)
+    (project / ".taskmaster" / "tasks" / "tasks.json").write_text(json.dumps(peer_tasks(root)), encoding="utf-8")
+    version = _checked(run_process([str(peer), "--version"], scratch=scratch), "task-master").stdout.decode().strip()
+    peer_argv = [str(peer), "next", "-f", "json", "-p", str(project)]
+    argv = [str(SVC), "--repo", str(root), "plan", "next", "--json"]
+    _checked(run_process(peer_argv, scratch=scratch), "task-master next")
+    theirs: list[Run] = []
+    ours: list[Run] = []
+    for _ in range(runs):
+        theirs.append(_checked(run_process(peer_argv, scratch=scratch), "task-master next"))
+        _drop_cache(root)
+        ours.append(_checked(run_process(argv, scratch=scratch), "svc plan next"))
+    answer = json.loads(theirs[-1].stdout).get("task") or {}
+    return {"version": version, "next": _summary(theirs), "svc_first_read": _summary(ours), "answer": answer.get("id")}
 
 
 def _yes(ok: bool) -> str:
@@ -650,6 +710,27 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         agree = "same answer" if plan["answers_agree"] else f"answers differ: {plan['answer_baseline']}"
         measured = f"{base:.3f} s, {plan['baseline']['peak_rss_mib_max']:.0f} MiB ({agree})"
         rows.append((f"baseline (PyYAML C loader), {n} issues", measured, "", "—"))
+    peer = r.get("peer")
+    if peer is not None:
+        theirs, ours = peer["next"], peer["svc_first_read"]
+        ratio = ours["median_s"] / theirs["median_s"]
+        limit = TARGETS["plan_next_1000_over_peer"]
+        rows.append(
+            (
+                f"task-master next (task-master-ai {peer['version']}), 1,000 tasks",
+                f"{theirs['median_s']:.3f} s, {theirs['peak_rss_mib_max']:.0f} MiB",
+                "",
+                "—",
+            )
+        )
+        rows.append(
+            (
+                "svc plan next, 1,000 issues, first read, beside it",
+                f"{ours['median_s']:.3f} s ({ratio:.3f}× task-master)",
+                f"≤ {limit}× task-master",
+                _yes(ratio <= limit),
+            )
+        )
     imp = r["imports"]
     limit = TARGETS["import_svc_cli_ms"]
     rows.append(
