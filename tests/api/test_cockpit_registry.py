@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from html.parser import HTMLParser
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -31,99 +29,14 @@ from svc.api.cockpit._registry import (
 from svc.capabilities import builtin_capabilities, builtin_modules
 from svc.registry import Capability, Example, Exposure, HttpExposure, McpExposure, Module, Registry, build_registry
 from svc.runtime import Context
+from tests.api._page_tree import Element, parse
 from tests.api.conftest import open_executor, serving
 from tests.conftest import ROOT
 
 HTML = {"Accept": "text/html"}
-VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
 
 
-class Node:
-    """An element of a parsed page: its tag, attributes, children and text."""
-
-    def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None) -> None:
-        self.tag = tag
-        self.attrs = attrs
-        self.parent = parent
-        self.children: list[Node | str] = []
-
-    def walk(self) -> Iterator[Node]:
-        """This element and every element inside it, in document order."""
-        yield self
-        for child in self.children:
-            if isinstance(child, Node):
-                yield from child.walk()
-
-    def find_all(self, tag: str | None = None, **attrs: str | None) -> list[Node]:
-        """The elements of `tag` (any when None) carrying every attribute given (a value of None: present)."""
-        found = []
-        for node in self.walk():
-            if tag is not None and node.tag != tag:
-                continue
-            if all(k.rstrip("_").replace("_", "-") in node.attrs for k in attrs) and all(
-                v is None or node.attrs.get(k.rstrip("_").replace("_", "-")) == v for k, v in attrs.items()
-            ):
-                found.append(node)
-        return found
-
-    def find(self, tag: str | None = None, **attrs: str | None) -> Node:
-        """The one element matching (fails when none or several do)."""
-        found = self.find_all(tag, **attrs)
-        assert len(found) == 1, (tag, attrs, len(found))
-        return found[0]
-
-    def by_id(self, ident: str) -> Node:
-        """The element of this id."""
-        return self.find(None, id=ident)
-
-    @property
-    def text(self) -> str:
-        """The text inside, whitespace collapsed."""
-        parts: list[str] = []
-
-        def collect(node: Node) -> None:
-            for child in node.children:
-                if isinstance(child, Node):
-                    collect(child)
-                else:
-                    parts.append(child)
-
-        collect(self)
-        return " ".join("".join(parts).split())
-
-
-class _Builder(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#document", {}, None)
-        self.current = self.root
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        node = Node(tag, dict(attrs), self.current)
-        self.current.children.append(node)
-        if tag not in VOID:
-            self.current = node
-
-    def handle_endtag(self, tag: str) -> None:
-        node: Node | None = self.current
-        while node is not None and node.tag != tag:
-            node = node.parent
-        if node is not None and node.parent is not None:
-            self.current = node.parent
-
-    def handle_data(self, data: str) -> None:
-        self.current.children.append(data)
-
-
-def parse(body: str) -> Node:
-    """The page as a tree of elements."""
-    builder = _Builder()
-    builder.feed(body)
-    builder.close()
-    return builder.root
-
-
-async def page(client: httpx.AsyncClient, path: str, status: int = 200, **params: Any) -> Node:
+async def page(client: httpx.AsyncClient, path: str, status: int = 200, **params: Any) -> Element:
     """A page asked for as a browser does, checked for its status, type and headers."""
     r = await client.get(path, params=params, headers=HTML)
     assert r.status_code == status, (path, params, r.text[:2000])
@@ -140,17 +53,17 @@ async def api(client: httpx.AsyncClient, path: str, **params: Any) -> Any:
     return r.json()
 
 
-def listed(doc: Node) -> list[str]:
+def listed(doc: Element) -> list[str]:
     """The ids of the list page's rows, in order."""
-    return [str(row.attrs["data-capability"]) for row in doc.find_all("tr", data_capability=None)]
+    return [str(row.attrs["data-capability"]) for row in doc.find_all("tr", data_capability=True)]
 
 
-def error_message(doc: Node) -> str:
-    return doc.find("p", class_="svc-callout").text
+def error_message(doc: Element) -> str:
+    return doc.one("p", class_="svc-callout").text
 
 
-def assert_unique_ids(doc: Node) -> None:
-    ids = [str(n.attrs["id"]) for n in doc.walk() if "id" in n.attrs]
+def assert_unique_ids(doc: Element) -> None:
+    ids = [str(n.attrs["id"]) for n in doc.iter() if "id" in n.attrs]
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
 
 
@@ -162,14 +75,14 @@ async def test_the_list_shows_every_capability_as_the_api_lists_it(client: httpx
     everything = await api(client, "/api/v1/capabilities")
     doc = await page(client, path)
     assert_unique_ids(doc)
-    assert doc.find("a", aria_current="page").attrs["href"] == "/cockpit"
+    assert doc.one("a", aria_current="page").attrs["href"] == "/cockpit"
     assert listed(doc) == [c["id"] for c in everything["capabilities"]]
     assert len(listed(doc)) == everything["count"] == everything["summary"]["total"]
     for cap in everything["capabilities"]:
-        row = doc.find("tr", data_capability=cap["id"])
-        cells = [c for c in row.children if isinstance(c, Node)]
+        row = doc.one("tr", data_capability=cap["id"])
+        cells = [c for c in row.children if isinstance(c, Element)]
         assert [c.tag for c in cells] == ["th", "td", "td", "td", "td", "td", "td"]
-        assert cells[0].find("a").attrs["href"] == f"/cockpit/capabilities/{cap['id']}"
+        assert cells[0].one("a").attrs["href"] == f"/cockpit/capabilities/{cap['id']}"
         assert cells[1].text == cap["title"]
         assert cells[2].text == cap["kind"]
         assert cells[3].text == cap["module"]
@@ -185,10 +98,10 @@ async def test_the_list_shows_every_capability_as_the_api_lists_it(client: httpx
             assert "CLI" not in exposure
         assert cells[6].text == cap["execution"]["effect"]
     assert doc.by_id("registry-count").text == f"Showing {everything['count']} of {everything['summary']['total']}."
-    kinds = {li.find("span").text: int(li.text.split()[-1]) for li in doc.by_id("registry-tally-kind").find_all("li")}
+    kinds = {li.one("span").text: int(li.text.split()[-1]) for li in doc.by_id("registry-tally-kind").find_all("li")}
     assert kinds == {k: n for k, n in everything["summary"]["by_kind"].items() if n}
     stabilities = doc.by_id("registry-tally-stability").find_all("li")
-    assert {li.find("span").text: int(li.text.split()[-1]) for li in stabilities} == everything["summary"][
+    assert {li.one("span").text: int(li.text.split()[-1]) for li in stabilities} == everything["summary"][
         "by_stability"
     ]
 
@@ -202,7 +115,7 @@ async def test_the_filter_form_has_a_labelled_control_for_every_filter(client: h
     assert form.attrs["method"] == "get"
     assert form.attrs["action"] == "/cockpit/capabilities"
     labels = {str(label.attrs["for"]) for label in form.find_all("label")}
-    controls = {str(n.attrs["name"]): n for n in form.walk() if n.tag in ("select", "input")}
+    controls = {str(n.attrs["name"]): n for n in form.iter() if n.tag in ("select", "input")}
     assert set(controls) == {"kind", "module", "exposure", "stability", "search"}
     assert labels == {str(n.attrs["id"]) for n in controls.values()}
 
@@ -223,7 +136,7 @@ async def test_the_kind_and_exposure_filters_are_the_apis_own(client: httpx.Asyn
         expected = await api(client, "/api/v1/capabilities", **{name: value})
         doc = await page(client, "/cockpit/capabilities", **{name: value})
         assert listed(doc) == [c["id"] for c in expected["capabilities"]], value
-        selected = doc.by_id(f"filter-{name}").find("option", selected=None)
+        selected = doc.by_id(f"filter-{name}").one("option", selected=True)
         assert selected.attrs["value"] == value
         if not expected["capabilities"]:
             assert "No capability matches" in doc.by_id("registry-empty").text
@@ -282,7 +195,7 @@ async def test_a_bad_filter_answers_a_400_page_naming_what_is_allowed(
     message = error_message(doc)
     for word in words:
         assert word in message, message
-    assert "invalid_input" in doc.find("h1").text
+    assert "invalid_input" in doc.one("h1").text
 
 
 async def test_hostile_query_text_is_shown_escaped(client: httpx.AsyncClient) -> None:
@@ -336,9 +249,9 @@ async def test_a_query_page_shows_every_input_field_and_a_form_that_runs_it(
     assert doc.by_id("capability-title").text == cap["title"]
     assert doc.by_id("capability-id").text == cap_id
     table = doc.by_id("schema-input")
-    assert [r.attrs["data-field"] for r in table.find_all("tr", data_field=None)] == list(fields["properties"])
+    assert [r.attrs["data-field"] for r in table.find_all("tr", data_field=True)] == list(fields["properties"])
     for name, prop in fields["properties"].items():
-        cells = [c for c in table.find("tr", data_field=name).children if isinstance(c, Node)]
+        cells = [c for c in table.one("tr", data_field=name).children if isinstance(c, Element)]
         assert cells[4].text == prop.get("description", "")
         assert cells[2].text == ("required" if name in fields["required"] else f"default {json.dumps(prop['default'])}")
 
@@ -347,7 +260,7 @@ async def test_a_query_page_shows_every_input_field_and_a_form_that_runs_it(
     assert "data-svc-query" in form.attrs
     assert form.attrs["action"] == cap["exposure"]["http"]["path"]
     assert form.attrs["method"] == "get"
-    controls = [n for n in form.walk() if n.tag in ("select", "input")]
+    controls = [n for n in form.iter() if n.tag in ("select", "input")]
     assert [c.attrs["name"] for c in controls] == list(fields["properties"])
     labels = {str(label.attrs["for"]) for label in form.find_all("label")}
     assert labels == {str(c.attrs["id"]) for c in controls}
@@ -365,10 +278,10 @@ async def test_a_query_page_shows_every_input_field_and_a_form_that_runs_it(
             assert [o.attrs["value"] for o in control.find_all("option")] == ["", "true", "false"]
         else:
             assert control.attrs["type"] == "text"
-    assert form.find(None, data_svc_status=None).attrs["role"] == "status"
-    answer = form.find("pre", data_svc_answer=None)
+    assert form.one(None, data_svc_status=True).attrs["role"] == "status"
+    answer = form.one("pre", data_svc_answer=True)
     assert "hidden" in answer.attrs
-    form.find("button", type="submit")
+    form.one("button", type="submit")
 
 
 async def test_the_form_runs_the_query_as_its_route_answers(client: httpx.AsyncClient) -> None:
@@ -428,7 +341,7 @@ async def test_plan_transition_shows_no_form_and_says_why(client: httpx.AsyncCli
     cap = await api(client, "/api/v1/capability", id="plan.transition")
     doc = await page(client, "/cockpit/capabilities/plan.transition")
     assert doc.find_all("form") == []
-    assert doc.find_all(None, data_svc_query=None) == []
+    assert doc.find_all(None, data_svc_query=True) == []
     note = doc.by_id("capability-no-form").text
     assert "commands run over MCP or the command line" in note
     assert "executions started over HTTP are followed on their pages" in note
@@ -445,10 +358,10 @@ async def test_plan_transition_shows_no_form_and_says_why(client: httpx.AsyncCli
     assert pairs["Availability"] == cap["availability"]
     assert pairs["Stability"] == cap["stability"]
     # The input is shown even where the page does not run it, and the examples without a link.
-    input_rows = doc.by_id("schema-input").find_all("tr", data_field=None)
+    input_rows = doc.by_id("schema-input").find_all("tr", data_field=True)
     assert [r.attrs["data-field"] for r in input_rows] == ["issue", "transition"]
     examples = doc.by_id("capability-examples")
-    assert [r.attrs["data-example"] for r in examples.find_all("tr", data_example=None)] == [
+    assert [r.attrs["data-example"] for r in examples.find_all("tr", data_example=True)] == [
         e["name"] for e in cap["examples"]
     ]
     assert examples.find_all("a") == []
@@ -458,17 +371,17 @@ async def test_the_schemas_are_field_tables_with_referenced_types_one_level_down
     schemas = (await api(client, "/openapi.json"))["components"]["schemas"]
     doc = await page(client, "/cockpit/capabilities/plan.issues")
     output = doc.by_id("schema-output")
-    issues_type = [c for c in output.find("tr", data_field="issues").children if isinstance(c, Node)][1]
+    issues_type = [c for c in output.one("tr", data_field="issues").children if isinstance(c, Element)][1]
     assert issues_type.text == "array of PlanIssue"
-    assert issues_type.find("a").attrs["href"] == "#schema-PlanIssue"
+    assert issues_type.one("a").attrs["href"] == "#schema-PlanIssue"
     issue = doc.by_id("schema-table-PlanIssue")
-    assert [r.attrs["data-field"] for r in issue.find_all("tr", data_field=None)] == list(
+    assert [r.attrs["data-field"] for r in issue.find_all("tr", data_field=True)] == list(
         schemas["PlanIssue"]["properties"]
     )
-    assert doc.by_id("schema-PlanVocabulary").find("h3").text == "PlanVocabulary"
+    assert doc.by_id("schema-PlanVocabulary").one("h3").text == "PlanVocabulary"
     # A union of components (plan.record's output) names its members, each shown as a referenced type.
     doc = await page(client, "/cockpit/capabilities/plan.record")
-    members = [a.attrs["href"] for a in doc.find("p", data_variants="schema-output").find_all("a")]
+    members = [a.attrs["href"] for a in doc.one("p", data_variants="schema-output").find_all("a")]
     assert members == ["#schema-PlanMilestoneRecord", "#schema-PlanIssueRecord"]
     doc.by_id("schema-table-PlanIssueRecord")
     raw = doc.by_id("schema-raw")
@@ -482,10 +395,10 @@ async def test_examples_link_to_their_answer_when_the_page_runs_the_query(client
         doc = await page(client, f"/cockpit/capabilities/{cap_id}")
         table = doc.by_id("capability-examples")
         for example in cap["examples"]:
-            row = table.find("tr", data_example=example["name"])
-            cells = [c for c in row.children if isinstance(c, Node)]
+            row = table.one("tr", data_example=example["name"])
+            cells = [c for c in row.children if isinstance(c, Element)]
             assert cells[3].text == str(example.get("status", 200))
-            links = row.find_all("a", data_example_link=None)
+            links = row.find_all("a", data_example_link=True)
             if example.get("status", 200) >= 400:
                 assert links == []
                 continue
@@ -499,7 +412,7 @@ async def test_examples_link_to_their_answer_when_the_page_runs_the_query(client
 
 async def test_an_unknown_capability_is_a_404_page(client: httpx.AsyncClient) -> None:
     doc = await page(client, "/cockpit/capabilities/no.such", status=404)
-    assert "not_found" in doc.find("h1").text
+    assert "not_found" in doc.one("h1").text
     assert "no.such" in error_message(doc)
     r = await client.get("/cockpit/capabilities/no.such")
     assert r.status_code == 404
@@ -511,10 +424,10 @@ async def _check_links(client: httpx.AsyncClient, path: str) -> int:
     r = await client.get(path, headers=HTML)
     assert r.status_code == 200
     doc = parse(r.text)
-    ids = {str(n.attrs["id"]) for n in doc.walk() if "id" in n.attrs}
-    targets = [str(a.attrs["href"]) for a in doc.find_all("a", href=None)]
-    targets += [str(n.attrs["href"]) for n in doc.find_all("link", href=None)]
-    targets += [str(n.attrs["src"]) for n in doc.find_all("script", src=None)]
+    ids = {str(n.attrs["id"]) for n in doc.iter() if "id" in n.attrs}
+    targets = [str(a.attrs["href"]) for a in doc.find_all("a", href=True)]
+    targets += [str(n.attrs["href"]) for n in doc.find_all("link", href=True)]
+    targets += [str(n.attrs["src"]) for n in doc.find_all("script", src=True)]
     checked = 0
     for href in dict.fromkeys(targets):
         if href.startswith("#"):
@@ -683,13 +596,13 @@ async def test_hostile_text_of_a_capability_is_escaped_everywhere(nursery: trio.
         doc = parse(r.text)
         assert doc.by_id("capability-title").text == f"Echo {HOSTILE}"
         assert HOSTILE in doc.by_id("capability-description").text
-        assert doc.by_id("capability-description").find("strong").text == "more"
-        field = doc.by_id("schema-input").find("tr", data_field="text")
+        assert doc.by_id("capability-description").one("strong").text == "more"
+        field = doc.by_id("schema-input").one("tr", data_field="text")
         assert HOSTILE in field.text
         options = [o.attrs["value"] for o in doc.by_id("query-field-mode").find_all("option")]
         assert options == ["", '"><b>bold</b>', "plain"]
-        example = doc.by_id("capability-examples").find("tr", data_example="markup")
+        example = doc.by_id("capability-examples").one("tr", data_example="markup")
         assert HOSTILE in example.text
-        link = str(example.find("a").attrs["href"])
+        link = str(example.one("a").attrs["href"])
         answer = await client.get(link)
         assert answer.json() == {"text": HOSTILE, "mode": "plain"}
