@@ -159,6 +159,21 @@ def test_the_issue_files_are_counted_under_the_reading_rule(checkout: Path, tmp_
     assert _prime._issue_files(_repo(checkout)) == 0
 
 
+async def test_a_primer_that_ended_is_reaped_before_any_read(checkout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_prime, "PRIME_MIN", 1)
+    monkeypatch.setattr(_prime, "_command", lambda repo: [sys.executable, "-c", "pass"])
+
+    def body() -> None:
+        with _prime.priming(_repo(checkout)):
+            primer = _primer_of(checkout)
+            primer.reaper.join(TIMEOUT)
+            assert not primer.reaper.is_alive()
+            assert primer.process.returncode == 0
+            assert not Path(f"/proc/{primer.process.pid}").exists(), "no zombie is left for the first read to reap"
+
+    await _bounded(body)
+
+
 async def test_a_block_already_priming_starts_no_second_primer(checkout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def body() -> None:
         monkeypatch.setattr(_prime, "PRIME_MIN", 1)

@@ -11,9 +11,9 @@ reuses the derivation instead of parsing every record.
 
 The primer is an optimisation only. One that cannot start, fails, is killed, or stores nothing (every file
 racy, a cache directory that cannot be written) leaves the read to do its work, with the same answer. A read
-waits for it at most `PRIME_WAIT` seconds, then kills it and reads alone; when the block ends, a primer
-still running is killed and reaped. Its standard streams are closed to it (a serving `svc mcp` speaks on
-its own standard output).
+waits for it at most `PRIME_WAIT` seconds, then kills it and reads alone; a primer is reaped as soon as it
+ends (a thread waits for it), and one still running when the block ends is killed. Its standard streams are
+closed to it (a serving `svc mcp` speaks on its own standard output).
 """
 
 from __future__ import annotations
@@ -48,13 +48,15 @@ _RUNNING: dict[str, _Primer] = {}
 
 
 class _Primer:
-    """One primer process and when it was started."""
+    """One primer process, when it was started, and the thread that reaps it as soon as it ends."""
 
-    __slots__ = ("process", "started")
+    __slots__ = ("process", "reaper", "started")
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
         self.started = time.monotonic()
+        #: Waits for the process (once started), so that one no read waited for leaves no zombie behind.
+        self.reaper = threading.Thread(target=process.wait, name="svc-primer-reaper", daemon=True)
 
     def wait(self, timeout: float) -> None:
         """Wait until it ends, at most `timeout` seconds; past that, kill it. Reaped either way."""
@@ -132,6 +134,7 @@ def _start(repo: Repository) -> _Primer | None:
             _log.debug("svc: the plan's read in a second process could not start: %s", exc)
             return None
         primer = _RUNNING[key] = _Primer(process)
+        primer.reaper.start()
         return primer
 
 
