@@ -513,6 +513,29 @@ def _projections(cap: CapabilityFacts) -> Iterable[str]:
     yield "projection:cockpit"
 
 
+def _capability(b: _Builder, cap: CapabilityFacts) -> str | None:
+    """Add the capability's node, the edge from its module and those to its projections.
+
+    Its node id, or None when the graph has no room left for it.
+    """
+    node_id = f"capability:{cap.id}"
+    node = GraphNode(
+        id=node_id,
+        kind="capability",
+        label=cap.id,
+        summary=cap.title,
+        route=capability_route(cap.id),
+        source=cap.source or None,
+        status=cap.kind,
+    )
+    if not b.node(node):
+        return None
+    b.edge(f"module:{cap.module}", node_id, "composes")
+    for projection in _projections(cap):
+        b.edge(node_id, projection, "projects")
+    return node_id
+
+
 def _registry(registry: RegistryFacts, index: ObjectIndex) -> Graph:
     b = _Builder("registry")
     b.kinds(
@@ -542,27 +565,14 @@ def _registry(registry: RegistryFacts, index: ObjectIndex) -> Graph:
     for key, label, meaning in _PROJECTIONS:
         b.node(GraphNode(id=f"projection:{key}", kind="projection", label=label, summary=meaning))
     for cap in registry.capabilities:
-        node_id = f"capability:{cap.id}"
-        if not b.node(
-            GraphNode(
-                id=node_id,
-                kind="capability",
-                label=cap.id,
-                summary=cap.title,
-                route=capability_route(cap.id),
-                source=cap.source or None,
-                status=cap.kind,
-            )
-        ):
+        node_id = _capability(b, cap)
+        if node_id is None:
             break
-        b.edge(f"module:{cap.module}", node_id, "composes")
         if cap.source:
             source_id = f"source:{cap.source}"
             label = cap.source.rsplit("/", 1)[-1]
             b.node(GraphNode(id=source_id, kind="source", label=label, summary=cap.source, source=cap.source))
             b.edge(node_id, source_id, "declared_in")
-        for projection in _projections(cap):
-            b.edge(node_id, projection, "projects")
     return b.finish()
 
 
@@ -1120,24 +1130,9 @@ def _composed(registry: RegistryFacts, index: ObjectIndex) -> Graph:
         b.node(GraphNode(id=f"projection:{key}", kind="projection", label=key, summary=f"the {key} projection"))
     titles = {m.id: m.title for m in registry.modules}
     for cap in registry.capabilities:
-        module = f"module:{cap.module}"
-        b.node(GraphNode(id=module, kind="module", label=cap.module, summary=titles.get(cap.module)))
-        node_id = f"capability:{cap.id}"
-        if not b.node(
-            GraphNode(
-                id=node_id,
-                kind="capability",
-                label=cap.id,
-                summary=cap.title,
-                route=capability_route(cap.id),
-                source=cap.source or None,
-                status=cap.kind,
-            )
-        ):
+        b.node(GraphNode(id=f"module:{cap.module}", kind="module", label=cap.module, summary=titles.get(cap.module)))
+        if _capability(b, cap) is None:
             break
-        b.edge(module, node_id, "composes")
-        for projection in _projections(cap):
-            b.edge(node_id, projection, "projects")
     for obj in index.objects:
         if not b.room(obj.uri):
             break
