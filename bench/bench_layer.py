@@ -43,9 +43,10 @@ from typing import Any
 import trio
 
 from bench_measure import in_process_get
+from bench_plan import _records_settled
 from svc import __version__
 from svc.host._service import open_service
-from svc.layer import ObjectIndex, Repository, _readings
+from svc.layer import ObjectIndex, Repository
 from svc.layer._readings import CACHE_FILE, forget
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -152,12 +153,6 @@ def over_http(root: Path, requests: int, log: Path) -> dict[str, Any]:
             proc.kill()
 
 
-def _settled(root: Path) -> None:
-    """Wait until every file of the layer is older than the reading cache's racy window."""
-    newest = max(max(st.st_mtime_ns, st.st_ctime_ns) for st in (p.lstat() for p in (root / ".ai").rglob("*")))
-    time.sleep(max(0.0, (newest + _readings.RACY_NS - time.time_ns()) / 1e9 + 0.05))
-
-
 def whole_process(args: list[str], runs: int) -> dict[str, float]:
     samples = []
     for _ in range(runs):
@@ -175,7 +170,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="svc-bench-layer-") as tmp:
         root = Path(tmp) / "checkout"
         write_layer(root, objects)
-        _settled(root)
+        _records_settled(root)
         figures: dict[str, Any] = {
             "build_first": build(root, runs, held="first"),
             "build_start": build(root, runs, held="file"),

@@ -54,7 +54,7 @@ import trio
 from bench_measure import in_process_get
 from svc import __version__
 from svc.host._service import open_service
-from svc.layer import Repository, read_repository_dir
+from svc.layer import RACY_NS, Repository, read_repository_dir
 from svc.plan import _cache, derive, load_records, read_snapshot, seal
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -162,11 +162,9 @@ def _summary(samples: list[float]) -> dict[str, float]:
 
 
 def _records_settled(root: Path) -> None:
-    """Wait until every record is older than the parse cache's racy window, so a read may store it."""
-    newest = max(
-        max(st.st_mtime_ns, st.st_ctime_ns) for st in (p.stat() for p in (root / ".ai" / "repo").rglob("*.yaml"))
-    )
-    time.sleep(max(0.0, (newest + _cache.RACY_NS - time.time_ns()) / 1e9 + 0.05))
+    """Wait until every file of the layer is older than the racy window, so a read may keep it by its numbers."""
+    newest = max(max(st.st_mtime_ns, st.st_ctime_ns) for st in (p.lstat() for p in (root / ".ai").rglob("*")))
+    time.sleep(max(0.0, (newest + RACY_NS - time.time_ns()) / 1e9 + 0.05))
 
 
 def derivation(root: Path, repeat: int) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from svc.layer import ObjectIndex, Repository, _objects, _readings
+from svc.layer import ObjectIndex, Repository, _objects, _readings, stat_key
 from svc.layer._files import write_atomic
 from svc.layer._objects import _Builder
 from svc.layer._readings import CACHE_FILE, forget
@@ -228,7 +228,7 @@ def test_each_stat_number_decides_whether_a_file_is_opened(
         os.replace(replacement, issue)
     else:
         os.chmod(issue, before.st_mode ^ 0o001)  # the ctime alone moves
-    assert _readings.stat_of(os.stat(issue)) != _readings.stat_of(before)
+    assert stat_key(os.stat(issue)) != stat_key(before)
     opened.clear()
     parsed.clear()
     _build(root)

@@ -26,7 +26,7 @@ from svc import SvcError
 from svc._version import __version__
 from svc.capabilities._plan import CAPABILITIES
 from svc.host._service import open_service
-from svc.layer import Repository
+from svc.layer import RACY_NS, Repository
 from svc.plan import (
     Plan,
     Snapshot,
@@ -342,11 +342,11 @@ def test_the_racy_rule_counts_the_ctime_too(checkout: Path, counts: Counts) -> N
 def test_the_racy_boundary_is_two_seconds(checkout: Path, counts: Counts, monkeypatch: pytest.MonkeyPatch) -> None:
     stats = [os.stat(p) for p in (checkout / PROJECT).rglob("*.yaml")]
     newest = max(max(st.st_mtime_ns, st.st_ctime_ns) for st in stats)
-    monkeypatch.setattr(_cache, "_now_ns", lambda: newest + _cache.RACY_NS - 1)
+    monkeypatch.setattr(_cache, "_now_ns", lambda: newest + RACY_NS - 1)
     new_process(checkout, counts)
     stored = _names(checkout) if (checkout / CACHE).exists() else set()
     assert stored < ALL, "the newest file is 1 ns short of 2 s old: not stored"
-    monkeypatch.setattr(_cache, "_now_ns", lambda: newest + _cache.RACY_NS)
+    monkeypatch.setattr(_cache, "_now_ns", lambda: newest + RACY_NS)
     new_process(checkout, counts)
     assert _names(checkout) == ALL
     new_process(checkout, counts)
@@ -649,13 +649,13 @@ def test_a_record_edited_within_two_seconds_derives_on_every_read_until_it_is_qu
     path = checkout / PROJECT / "issues" / "I0002.yaml"
     path.write_bytes(path.read_bytes().replace(b"Issue I0002", b"Issue Y0002"))
     edited = os.stat(path)
-    monkeypatch.setattr(_cache, "_now_ns", lambda: max(edited.st_mtime_ns, edited.st_ctime_ns) + _cache.RACY_NS - 1)
+    monkeypatch.setattr(_cache, "_now_ns", lambda: max(edited.st_mtime_ns, edited.st_ctime_ns) + RACY_NS - 1)
     for _ in range(2):
         racy = _derived_again(checkout, counts, ["I0002.yaml"])
         assert not _has_derivation(checkout), "a derivation from a racy file is never stored"
     assert racy == _without_cache(checkout)
     assert b"Issue Y0002" in racy["plan.model"]
-    monkeypatch.setattr(_cache, "_now_ns", lambda: max(edited.st_mtime_ns, edited.st_ctime_ns) + _cache.RACY_NS)
+    monkeypatch.setattr(_cache, "_now_ns", lambda: max(edited.st_mtime_ns, edited.st_ctime_ns) + RACY_NS)
     assert _derived_again(checkout, counts, ["I0002.yaml"]) == racy
     assert _has_derivation(checkout)
     assert _reused(checkout, counts) == racy

@@ -93,6 +93,11 @@ if TYPE_CHECKING:
     from svc.layer._repository import GitState as GitState
     from svc.layer._repository import Repository as Repository
     from svc.layer._repository import checkout_id as checkout_id
+    from svc.layer._stamps import RACY_NS as RACY_NS
+    from svc.layer._stamps import Stat as Stat
+    from svc.layer._stamps import digest as digest
+    from svc.layer._stamps import settled as settled
+    from svc.layer._stamps import stat_key as stat_key
     from svc.layer._yaml import YamlAliases as YamlAliases
     from svc.layer._yaml import YamlError as YamlError
     from svc.layer._yaml import dump_yaml as dump_yaml
@@ -106,6 +111,7 @@ __all__ = [
     "DISTRIBUTION_TAG_PATTERN",
     "GRAPH_IDS",
     "MAX_FILE_BYTES",
+    "RACY_NS",
     "SKIPPED_DIRS",
     "ActiveTask",
     "BuildReport",
@@ -148,6 +154,7 @@ __all__ = [
     "RepositoryEnvironment",
     "ScannedFile",
     "SourceClass",
+    "Stat",
     "Unreadable",
     "YamlAliases",
     "YamlError",
@@ -163,6 +170,7 @@ __all__ = [
     "design_asset",
     "design_contrast",
     "design_system",
+    "digest",
     "directory_report",
     "discard_lease",
     "distribution_artifact",
@@ -188,7 +196,9 @@ __all__ = [
     "remove_stale_temps",
     "run_git",
     "scan_repository_dir",
+    "settled",
     "source_classes",
+    "stat_key",
     "temp_beside",
     "write_atomic",
 ]

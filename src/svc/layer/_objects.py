@@ -47,8 +47,9 @@ from svc.layer._kinds import KindSchema, KindSpec, load_kind_schema
 from svc.layer._manifest import LayerReading, read_manifest
 from svc.layer._object_model import IndexDiagnostic, LayerObject, ObjectProvenance, Reading, Severity
 from svc.layer._read import MAX_FILE_BYTES, clip, read_repository_file
-from svc.layer._readings import CACHE_FILE, Readings, digest
+from svc.layer._readings import CACHE_FILE, Readings
 from svc.layer._repository import Repository
+from svc.layer._stamps import digest
 from svc.layer._yaml import YamlError, load_yaml
 
 __all__ = [

@@ -27,8 +27,9 @@ from svc.layer._files import ensure_local_state, write_atomic
 from svc.layer._object_model import Reading
 from svc.layer._read import read_repository_file
 from svc.layer._repository import Repository
+from svc.layer._stamps import Stat, settled, stat_key
 
-__all__ = ["CACHE_FILE", "RACY_NS", "Readings", "digest", "forget"]
+__all__ = ["CACHE_FILE", "Readings", "forget"]
 
 _log = logging.getLogger("svc.layer")
 #: Bumped whenever what a reading holds, or how a file is read, changes.
@@ -38,15 +39,9 @@ CACHE_FILE = "local/cache/objects.msgpack"
 #: The largest cache file read (about 20 times the 10,000-object layer's).
 _MAX_CACHE_BYTES = 64 * 1024 * 1024
 
-#: A file changed less than this long before a build began is never reused by its stat numbers (Git's racily
-#: clean entries: an edit within the same timestamp tick could keep all four).
-RACY_NS = 2_000_000_000
-
 Key = tuple[str, str, str, bytes]
 #: Where a reading comes from: source class, kind and path.
 Where = tuple[str, str, str]
-#: A file's size, mtime_ns, inode and ctime_ns.
-Stat = tuple[int, int, int, int]
 
 
 class _Entry(msgspec.Struct, array_like=True):
@@ -76,16 +71,6 @@ _now_ns: Callable[[], int] = time.time_ns
 def forget() -> None:
     """Drop every reading held in memory (the files' cache stays)."""
     _MEMORY.clear()
-
-
-def digest(raw: bytes) -> bytes:
-    """The 16-byte BLAKE2b digest a reading is keyed by."""
-    return hashlib.blake2b(raw, digest_size=16).digest()
-
-
-def stat_of(st: os.stat_result) -> Stat:
-    """The stat numbers a reading is kept by: size, mtime_ns, inode, ctime_ns."""
-    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 class Readings:
@@ -120,7 +105,7 @@ class Readings:
     def unchanged(self, where: Where, st: os.stat_result) -> Reading | None:
         """The reading of a file whose `lstat` equals the numbers it was kept by, recorded as used; else None."""
         held = self.stats.get(where)
-        if held is None or held[0] != stat_of(st):
+        if held is None or held[0] != stat_key(st):
             return None
         key = (*where, held[1])
         found = self.previous.get(key)
@@ -146,8 +131,7 @@ class Readings:
     def _keep(self, key: Key, st: os.stat_result) -> None:
         """Keep the file's stat numbers with its digest, unless it changed within `RACY_NS` of the build."""
         where = key[:3]
-        quiet = max(st.st_mtime_ns, st.st_ctime_ns) <= self.started - RACY_NS
-        now = (stat_of(st), key[3]) if quiet else None
+        now = (stat_key(st), key[3]) if settled(st, self.started) else None
         if now is not None:
             self.used_stats[where] = now
         if now != self.stats.get(where):

@@ -57,7 +57,17 @@ from svc._errors import Internal
 from svc._gc import gc_paused
 from svc._log import LazyLogger
 from svc._version import __version__
-from svc.layer import Repository, ensure_local_state, load_yaml, read_repository_file, write_atomic
+from svc.layer import (
+    Repository,
+    Stat,
+    digest,
+    ensure_local_state,
+    load_yaml,
+    read_repository_file,
+    settled,
+    stat_key,
+    write_atomic,
+)
 from svc.plan import _derive, _keys, _load, _model, _proof, _seal
 from svc.plan._load import (
     IssueRecord,
@@ -72,15 +82,13 @@ from svc.plan._model import Plan, PlanFinding
 from svc.plan._parallel import parse_many
 from svc.plan._seal import known_domains
 
-__all__ = ["CACHE_FILE", "KINDS", "RACY_NS", "ParseCache", "digest", "forget", "key_of", "token"]
+__all__ = ["CACHE_FILE", "KINDS", "ParseCache", "forget", "token"]
 
 _log = LazyLogger("svc.plan")
 #: Bumped whenever what the file holds, or how a record file is read, changes.
 _FORMAT = 2
 #: The cache file, relative to the layer (`.ai/`).
 CACHE_FILE = "local/cache/plan.msgpack"
-#: A file changed less than this long before a read began is never stored (the racy rule).
-RACY_NS = 2_000_000_000
 #: The largest cache file read (about 7 times the 10,000-issue plan's 18 MB).
 _MAX_CACHE_BYTES = 128 * 1024 * 1024
 #: How many project directories a process keeps entries for.
@@ -92,7 +100,7 @@ R = TypeVar("R")
 #: What an index holds for each entry: its encoding as read (`msgspec.Raw`), or, when written, an entry parsed
 #: by this read, encoded with the whole file.
 E = TypeVar("E")
-Key = tuple[int, int, int, int]
+Key = Stat
 #: Encoded msgpack, as decoded from the file (a view of its bytes) or as encoded by this read.
 Blob = bytes | msgspec.Raw
 #: Per kind, the record files of a directory listing, each checked by `ParseCache.unchanged`.
@@ -273,16 +281,6 @@ def forget() -> None:
     """Drop the entries every project directory holds in memory (the cache files stay)."""
     with _MEMORY_LOCK:
         _MEMORY.clear()
-
-
-def digest(data: bytes) -> bytes:
-    """The 16-byte BLAKE2b digest an entry keeps of the bytes it parsed."""
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-def key_of(st: os.stat_result) -> Key:
-    """The stat numbers an entry is keyed by: size, mtime_ns, inode, ctime_ns."""
-    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def _raw(data: Blob) -> msgspec.Raw:
@@ -482,7 +480,7 @@ class ParseCache:
             return None
         before, after = self.previous.kinds[kind], self.opened[kind]
         hashed = digest(data)
-        key = key_of(st)
+        key = stat_key(st)
         if before.keys.get(name) == key:
             entry = before.entry(kind, name)
             if entry is not None and entry.digest == hashed:
@@ -490,7 +488,7 @@ class ParseCache:
                 if name in before.blobs:
                     after.blobs[name] = before.blobs[name]
                 return entry.record, entry.findings
-        stored = max(st.st_mtime_ns, st.st_ctime_ns) <= self.started - RACY_NS
+        stored = settled(st, self.started)
         self.queued[kind].append((name, data, key if stored else None, hashed))
         return None
 
