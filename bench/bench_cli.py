@@ -705,8 +705,10 @@ def scales(r: dict[str, Any]) -> dict[str, float]:
 
 
 def _bound(value: float, limit: float, scale: float | None, unit: str) -> tuple[str, str]:
-    """The target cell and the verdict of a speed figure: `yes` within the issue's bound, `scaled` only within
-    that bound times this machine's scale, else `NO`."""
+    """The target cell and the verdict of a speed figure.
+
+    `yes` within the issue's bound, `scaled` only within that bound times this machine's scale, else `NO`.
+    """
     digits = 0 if unit == "ms" else 2
     cell = f"≤ {limit:g} {unit}"
     if scale is None:
