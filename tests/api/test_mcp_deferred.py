@@ -7,6 +7,7 @@ import sys
 import threading
 from typing import Any, cast
 
+import pytest
 import trio
 import trio.testing
 
@@ -156,6 +157,25 @@ async def test_stop_ends_a_running_endpoint() -> None:
             assert status(await ask(app)) == 200
             app.stop()
     assert endpoint.stopped.is_set()
+
+
+async def test_an_endpoint_that_cannot_be_built_answers_500_and_ends_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(executor: Executor) -> Any:
+        raise ImportError("no module named 'mcp'")
+
+    app = DeferredMcp(NO_EXECUTOR, build=broken)
+    with trio.fail_after(BOUND):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(app.serve)
+            sent = await ask(app)
+            again = await ask(app)
+            app.stop()
+    assert status(sent) == 500
+    assert status(again) == 500
+    assert b"could not be built: ImportError: no module named 'mcp'" in sent[1]["body"]
+    assert [r.getMessage() for r in caplog.records if r.name == "svc.server"] == [
+        "svc: the MCP endpoint could not be built: ImportError: no module named 'mcp'"
+    ]
 
 
 def test_serving_http_does_not_import_the_mcp_sdk() -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 import trio
 from hypercorn.config import Config
 
-from svc._errors import Unavailable
+from svc._errors import Internal, Unavailable
 from svc.api._events import EventsChannel
 from svc.api._http import ASGIApp, HttpLimits, Receive, Scope, Send, SvcApp, send_error
 from svc.api._listen import UpgradeHandler, serve_connections
@@ -48,7 +48,8 @@ class DeferredMcp:
     worker thread beside them, slow the first answers as much). The first request under `/mcp` has `serve` build
     the endpoint on a worker thread and run its session manager until `stop()`; requests wait for it meanwhile,
     and one that arrives after `stop()` is answered 503. A WebSocket upgrade is refused at once (403), as the
-    endpoint refuses it.
+    endpoint refuses it. An endpoint that cannot be built (the SDK fails to import) is logged once and `/mcp`
+    answers 500 from then on; the rest of the server goes on serving.
     """
 
     def __init__(self, executor: Executor, build: Callable[[Executor], McpEndpoint] = _mcp_endpoint) -> None:
@@ -58,6 +59,7 @@ class DeferredMcp:
         self._wanted = trio.Event()
         self._settled = trio.Event()
         self._stopped = False
+        self._failure: str | None = None
 
     async def serve(self) -> None:
         """Once a request asks for it, build the endpoint on a worker thread and run it until `stop()`."""
@@ -65,7 +67,12 @@ class DeferredMcp:
             await self._wanted.wait()
             if self._stopped:
                 return
-            endpoint = await trio.to_thread.run_sync(self._build, self._executor, abandon_on_cancel=True)
+            try:
+                endpoint = await trio.to_thread.run_sync(self._build, self._executor, abandon_on_cancel=True)
+            except Exception as exc:
+                self._failure = f"the MCP endpoint could not be built: {type(exc).__name__}: {exc}"
+                _log.exception("svc: %s", self._failure)
+                return
             if self._stopped:
                 return
             self._endpoint = endpoint
@@ -90,7 +97,8 @@ class DeferredMcp:
         self._wanted.set()
         await self._settled.wait()
         if self._endpoint is None:
-            await send_error(send, Unavailable("the MCP endpoint is stopping"))
+            failed = self._failure
+            await send_error(send, Unavailable("the MCP endpoint is stopping") if failed is None else Internal(failed))
             return
         await self._endpoint(scope, receive, send)
 
