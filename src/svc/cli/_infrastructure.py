@@ -55,7 +55,7 @@ async def on_serve(ctx: click.Context, options: ServeOptions) -> None:
     arm()
     try:
         repo = _repository(ctx)
-        # Before the web and MCP stacks are imported: a large plan is read on the other processor meanwhile.
+        # Before the web stack is imported: a large plan is read on the other processor meanwhile.
         with priming(repo):
             from svc.host import serve
 
