@@ -7,8 +7,9 @@ parses and renders; everything that holds a lease, binds a port or reports to an
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from svc import _lazy
 
 if TYPE_CHECKING:
     from svc.host._hosting import Timings as Timings
@@ -28,28 +29,6 @@ if TYPE_CHECKING:
     from svc.host._serve import serve as serve
     from svc.host._serve import serve_checkout as serve_checkout
     from svc.host._service import open_service as open_service
-
-#: Where each name lives. The package loads a module only when one of its names is first asked for, so that
-#: a one-shot command (`svc plan next`) that opens a service never imports the web, MCP or mesh stacks.
-_HOMES = {
-    "Timings": "svc.host._hosting",
-    "server_timings": "svc.host._hosting",
-    "take_lease": "svc.host._hosting",
-    "watch_signals": "svc.host._hosting",
-    "Decision": "svc.host._mcp",
-    "decide": "svc.host._mcp",
-    "elect": "svc.host._mcp",
-    "older": "svc.host._mcp",
-    "run_mcp": "svc.host._mcp",
-    "NO_SERVER": "svc.host._remote",
-    "call_remote": "svc.host._remote",
-    "find_server": "svc.host._remote",
-    "probe_server": "svc.host._remote",
-    "run_execution": "svc.host._run",
-    "serve": "svc.host._serve",
-    "serve_checkout": "svc.host._serve",
-    "open_service": "svc.host._service",
-}
 
 __all__ = [
     "NO_SERVER",
@@ -72,10 +51,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'svc.host' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy.exports(__name__, __file__)
