@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from svc.layer import remove_stale_temps, temp_beside, write_atomic
+from svc.layer import remove_stale_temps, temp_beside, write_all, write_atomic
 
 
 def _left_by_a_killed_write(directory: Path, name: str) -> Path:
@@ -79,3 +79,23 @@ def test_a_temp_file_name_is_given_up_after_every_try_was_taken(
     monkeypatch.setattr(os, "urandom", lambda n: b"\0\0\0\0")
     with pytest.raises(FileExistsError, match="no free temp file name beside x"):
         temp_beside(tmp_path / "x")
+
+
+def test_write_all_writes_every_byte_when_a_write_is_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = os.write
+    calls: list[int] = []
+
+    def short(fd: int, data: bytes | memoryview) -> int:
+        calls.append(len(data))
+        return real(fd, bytes(data[:3]))
+
+    data = bytes(range(256)) * 4
+    fd = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT, 0o600)
+    monkeypatch.setattr(os, "write", short)
+    try:
+        write_all(fd, data)
+    finally:
+        monkeypatch.undo()
+        os.close(fd)
+    assert (tmp_path / "out").read_bytes() == data
+    assert len(calls) == -(-len(data) // 3)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from svc.layer._files import ensure_local_state as ensure_local_state
     from svc.layer._files import remove_stale_temps as remove_stale_temps
     from svc.layer._files import temp_beside as temp_beside
+    from svc.layer._files import write_all as write_all
     from svc.layer._files import write_atomic as write_atomic
     from svc.layer._front import front_matter as front_matter
     from svc.layer._git import run_git as run_git
@@ -200,5 +201,6 @@ __all__ = [
     "source_classes",
     "stat_key",
     "temp_beside",
+    "write_all",
     "write_atomic",
 ]

@@ -13,7 +13,7 @@ import re
 import stat
 from pathlib import Path
 
-__all__ = ["ensure_local_state", "remove_stale_temps", "temp_beside", "write_atomic"]
+__all__ = ["ensure_local_state", "remove_stale_temps", "temp_beside", "write_all", "write_atomic"]
 
 #: The names of the temp files `temp_beside` makes (8 characters of `[0-9a-f]`), and of those `tempfile.mkstemp`
 #: made with the same prefix and suffix (8 of `[a-z0-9_]`).
@@ -38,6 +38,13 @@ def temp_beside(path: Path) -> tuple[int, str]:
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, f"no free temp file name beside {path.name}", str(path.parent))
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to `fd` (one `os.write` may write fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: bool = True) -> None:

@@ -36,6 +36,7 @@ from svc.layer import (
     front_matter,
     read_repository_dir,
     read_repository_file,
+    write_all,
 )
 from svc.mesh_udp._canonical import canonical_json
 from svc.mesh_udp._events import MAX_EVENT_BYTES, MAX_HANDOVER_BODY, handover_id
@@ -239,7 +240,7 @@ def _publish(directory: Path, name: str, data: bytes) -> bool:
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         try:
-            os.write(fd, data)
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from svc.layer import write_all
 from svc.mesh_udp._canonical import canonical_json, node_id_of
 from svc.mesh_udp._coop_views import Durability, JournalTallies, Liveness
 from svc.mesh_udp._events import (
@@ -833,7 +834,7 @@ class JournalStore:
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     data = b"\n" + data
             self._tail_checked = False
-            _write_all(fd, data)
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -887,13 +888,6 @@ class JournalStore:
         _replace(self.tombstones_path, canonical_json(value, checked=True) + b"\n")
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
 def _fsync_directory(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -907,7 +901,7 @@ def _replace(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
-        _write_all(fd, data)
+        write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from svc.layer import load_yaml, read_repository_file
+from svc.layer import load_yaml, read_repository_file, write_all
 
 __all__ = [
     "ENVELOPE",
@@ -135,10 +135,7 @@ def append_line(path: Path, line: bytes) -> None:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line
-            view = memoryview(line)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            write_all(fd, line)
             os.fsync(fd)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)

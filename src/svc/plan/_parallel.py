@@ -26,6 +26,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
+from svc.layer import write_all
 from svc.plan._load import IssueRecord, MilestoneRecord, Parsed, ProjectRecord, RecordKind, parse_record
 from svc.plan._model import PlanFinding
 
@@ -144,12 +145,6 @@ def _help(kind: RecordKind, files: Sequence[tuple[str, bytes]], base: str, out: 
         end = first
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 @contextlib.contextmanager
 def _spawned(kind: RecordKind, files: Sequence[tuple[str, bytes]], base: str) -> Iterator[_Helper]:
     """A helper in a fresh interpreter, its input in an unlinked temp file; killed and reaped when the block ends.
@@ -207,7 +202,7 @@ def _main() -> None:
         raise SystemExit(2)
     out = sys.stdout.buffer.fileno()
     with contextlib.suppress(BrokenPipeError):
-        _help(kind, files, base, lambda frame: _write_all(out, frame))
+        _help(kind, files, base, lambda frame: write_all(out, frame))
 
 
 if __name__ == "__main__":

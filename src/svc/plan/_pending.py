@@ -25,7 +25,7 @@ from pathlib import Path
 import msgspec
 
 from svc._log import LazyLogger
-from svc.layer import check_repository_file, read_repository_file
+from svc.layer import check_repository_file, read_repository_file, write_all
 from svc.plan._ledger import append_line
 from svc.plan._load import IssueRecord
 from svc.plan._seal import MOVES, Move, seal
@@ -92,9 +92,7 @@ def write_pending(state: Path, line: bytes) -> None:
     """
     fd = os.open(state / PENDING, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        view = memoryview(line)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, line)
         os.fsync(fd)
     finally:
         os.close(fd)
