@@ -606,3 +606,18 @@ async def test_hostile_text_of_a_capability_is_escaped_everywhere(nursery: trio.
         link = str(example.one("a").attrs["href"])
         answer = await client.get(link)
         assert answer.json() == {"text": HOSTILE, "mode": "plain"}
+
+
+async def test_serving_builds_no_schema_a_capability_page_does() -> None:
+    registry = build_registry(builtin_modules(), builtin_capabilities())
+    with trio.fail_after(60):
+        async with (
+            open_executor(registry, ROOT) as executor,
+            trio.open_nursery() as nursery,
+            serving(executor, nursery) as url,
+            httpx.AsyncClient(base_url=url) as client,
+        ):
+            assert "schemas" not in vars(registry)
+            page = await client.get("/cockpit/capabilities/plan.next")
+            assert page.status_code == 200
+            assert "schemas" in vars(registry)

@@ -492,8 +492,11 @@ def _facts(cap: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def routes(app: QuartTrio, cockpit: Cockpit) -> None:
-    """`GET /cockpit` and `/cockpit/capabilities` (the list), `GET /cockpit/capabilities/<id>` (one)."""
-    components: Mapping[str, Any] = cockpit.registry.schemas.components
+    """`GET /cockpit` and `/cockpit/capabilities` (the list), `GET /cockpit/capabilities/<id>` (one).
+
+    The registry's schemas are read by the pages, not when they are mounted: built on first use, they are no
+    part of a server's start.
+    """
 
     @app.get("/cockpit")
     @app.get("/cockpit/capabilities")
@@ -523,6 +526,7 @@ def routes(app: QuartTrio, cockpit: Cockpit) -> None:
     @app.get("/cockpit/capabilities/<cap_id>")
     async def capability_page(cap_id: str) -> Response:
         cap = await cockpit.ask("capabilities.describe", {"id": cap_id})
+        components: Mapping[str, Any] = cockpit.registry.schemas.components
         input_table = schema_table(cap["input"]["schema"], components)
         output_table = schema_table(cap["output"]["schema"], components)
         referenced = dict.fromkeys((*input_table.refs, *output_table.refs))
