@@ -442,6 +442,11 @@ async def test_a_websocket_upgrade_from_a_foreign_origin_is_refused_403(
     assert_error(r, 403, "forbidden", repr(origin))
 
 
+async def test_a_websocket_upgrade_to_mcp_is_refused_403(demo_server: str) -> None:
+    r = await websocket_upgrade(demo_server, "/mcp", headers=[("Origin", f"http://127.0.0.1:{port_of(demo_server)}")])
+    assert r.status_code == 403
+
+
 @pytest.mark.parametrize("host", ["evil.example", "127.0.0.1.evil.example:80"])
 async def test_a_websocket_upgrade_to_a_foreign_host_is_refused_403(demo_server: str, host: str) -> None:
     r = await websocket_upgrade(demo_server, "/events", headers=[("Host", host)])

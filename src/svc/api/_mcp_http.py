@@ -74,10 +74,7 @@ class McpEndpoint:
         self._stop.set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            # /mcp is Streamable HTTP (POST, GET, DELETE): a WebSocket upgrade is refused (403).
-            await send({"type": "websocket.close", "code": 1008})
-            return
+        """One HTTP request under `/mcp` (`DeferredMcp`, which mounts it, refuses a WebSocket upgrade)."""
         if not self._running:
             await send_error(send, Unavailable("the MCP endpoint is stopping"))
             return

@@ -92,6 +92,7 @@ class DeferredMcp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            # /mcp is Streamable HTTP (POST, GET, DELETE): a WebSocket upgrade is refused (403).
             await send({"type": "websocket.close", "code": 1008})
             return
         self._wanted.set()
