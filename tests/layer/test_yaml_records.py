@@ -277,6 +277,9 @@ def test_the_flat_pass_leaves_doubtful_documents_to_the_line_reader() -> None:
         "- a\n",
         "a: x\n  more\n",  # a continued scalar
         "a:\n  - x\n  b: y\n",  # a block the line reader refuses
+        "a: 1\n!x\nb: 2\n",  # a line between entries that is no entry
+        "a: 1\nb: 2\nc d\n",  # a last line that is no entry
+        "[a]\nb: 2\n",  # a first line that is no entry
     ):
         with pytest.raises(_Slow):
             _flat(text)

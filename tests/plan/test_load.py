@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from svc.plan import PlanFinding, derive, load_records
 from svc.plan._keys import ISSUE_KEYS, ISSUE_REQUIRED
-from svc.plan._load import _Reader
+from svc.plan._load import _authored, _Reader
 from tests.plan._records import issue, milestone, records_of, yaml_bytes
 
 BASE = ".ai/repo/project"
@@ -160,22 +160,29 @@ def test_the_quick_check_passes_only_records_check_has_nothing_to_say_about(
     if complete:
         mapping = {**dict.fromkeys(ISSUE_REQUIRED, "x"), **mapping}
     reader = _Reader("I1", "p", mapping, ISSUE_KEYS)
-    if reader._fits(ISSUE_REQUIRED):
+    if reader._fitting(ISSUE_REQUIRED) is not None:
         reader.check(frozenset(ISSUE_REQUIRED))
         full = _Reader("I1", "p", mapping, ISSUE_KEYS)
-        full._fits = lambda required: False  # type: ignore[method-assign]
+        full._fitting = lambda required: None  # type: ignore[method-assign]
         full.check(ISSUE_REQUIRED)
         assert full.findings == [] == reader.findings
+        assert reader.authored() == full.authored() == _authored(mapping)
 
 
-def test_the_quick_check_passes_the_common_record() -> None:
+def test_the_quick_check_passes_the_common_record_and_gives_its_authored_mapping() -> None:
     mapping = {
         **dict.fromkeys(ISSUE_REQUIRED, "x"),
         "scope": ["a", "b"],
         "parallel_safe": True,
-        "evidence": [{"covers": "suite", "type": "test"}, {"covers": ["a", "b"]}, {"type": "note"}],
+        "evidence": [{"covers": "suite", "type": "test", "exit": 0}, {"covers": ["a", "b"]}, {"type": "note"}],
     }
-    assert _Reader("I1", "p", mapping, ISSUE_KEYS)._fits(ISSUE_REQUIRED)
+    authored = _Reader("I1", "p", mapping, ISSUE_KEYS)._fitting(ISSUE_REQUIRED)
+    assert authored == {
+        **mapping,
+        "parallel_safe": "true",
+        "evidence": [{"covers": "suite", "type": "test", "exit": "0"}, {"covers": ["a", "b"]}, {"type": "note"}],
+    }
     for odd in ({"extra": "x"}, {"parallel_safe": "yes"}, {"scope": ["a", 1]}, {"evidence": [{"covers": 1}]}):
-        assert not _Reader("I1", "p", {**mapping, **odd}, ISSUE_KEYS)._fits(ISSUE_REQUIRED), odd
-    assert not _Reader("I1", "p", {**mapping, "title": None}, ISSUE_KEYS)._fits(ISSUE_REQUIRED)
+        assert _Reader("I1", "p", {**mapping, **odd}, ISSUE_KEYS)._fitting(ISSUE_REQUIRED) is None, odd
+    assert _Reader("I1", "p", {**mapping, "title": None}, ISSUE_KEYS)._fitting(ISSUE_REQUIRED) is None
+    assert _Reader("I1", "p", {1: "x", **mapping}, ISSUE_KEYS)._fitting(ISSUE_REQUIRED) is None

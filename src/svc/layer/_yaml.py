@@ -444,11 +444,9 @@ class _Slow(Exception):
     """The flat-record pass leaves this document to the line-by-line reader."""
 
 
-# One entry of a top-level mapping: a key line (`key:` or `key: value`) and the lines under it, which start with
-# a space or a dash (group 3, each ending with its line feed). `_ENTRIES` is a whole document of them.
-_ENTRY = r"([A-Za-z_][A-Za-z0-9_-]{0,127}):(?: +([^\n]+))?\n((?:[ -][^\n]*\n)*)"
-_ENTRY_RE = re.compile(_ENTRY)
-_ENTRIES = re.compile(f"(?:{_ENTRY})+")
+# One entry of a top-level mapping: a key line (`key:`, or `key:`, spaces and a value) and the lines under it,
+# which start with a space or a dash (group 4, each ending with its line feed).
+_ENTRY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]{0,127}):(?:( +)([^\n]+))?\n((?:[ -][^\n]*\n)*)")
 _MISSING = object()
 
 
@@ -461,11 +459,16 @@ def _flat(text: str) -> dict[Any, Any]:
     indent is read whole; any other block is given to it), so any document this pass does not take whole goes
     to that reader instead. A plain scalar already resolved (`_PLAINS`) is known to be one whole scalar.
     """
-    if _ENTRIES.fullmatch(text) is None:
+    entries = _ENTRY.findall(text)
+    # The entries found do not overlap: they are the whole text when their lengths (each with its `:` and its
+    # key line's line feed) add up to the text's.
+    if sum(len(name) + len(spaces) + len(rest) + len(block) for name, spaces, rest, block in entries) + 2 * len(
+        entries
+    ) != len(text):
         raise _Slow
     result: dict[Any, Any] = {}
     plains = _PLAINS
-    for name, rest, block in _ENTRY_RE.findall(text):
+    for name, _, rest, block in entries:
         key = plains[name] if name in plains else _plain(name)
         if rest:
             if block or rest[0] == "#":

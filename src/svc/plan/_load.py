@@ -174,10 +174,12 @@ class _Reader:
         self.data = data
         self.keys = keys
         self.findings: list[PlanFinding] = []
+        self._authored: dict[str, Any] | None = None
 
     def check(self, required: frozenset[str]) -> None:
         """Unknown keys (file order), then each known key in table order: missing when required, or mistyped."""
-        if self._fits(required):
+        self._authored = self._fitting(required)
+        if self._authored is not None:
             return
         unknown = [key for key in self.data if not isinstance(key, str) or key not in self.keys]
         for key in unknown[:MAX_UNKNOWN_KEYS]:
@@ -194,30 +196,43 @@ class _Reader:
             if wrong is not None:
                 self.say(f"{self.path}: {key!r} {wrong}")
 
-    def _fits(self, required: frozenset[str]) -> bool:
-        """Whether `check` has nothing to say, decided for the common record only (False: look closer).
+    def _fitting(self, required: frozenset[str]) -> dict[str, Any] | None:
+        """The authored mapping when `check` has nothing to say, decided for the common record only (None: look
+        closer).
 
         Every required key is present and every key known; a text key holds text, a list key text or a list of
         text, a bool key a boolean, an evidence key a list of mappings whose `covers` is absent, text or a list
-        of text.
+        of text. Its lists of text are the mapping's own (nothing else holds them).
         """
         data, keys = self.data, self.keys
         if not required <= data.keys():
-            return False
+            return None
+        authored: dict[str, Any] = {}
         for key, value in data.items():
-            kind = keys.get(key) if type(key) is str else None
-            if type(value) is str:
+            kind = keys.get(key)
+            kind_of_value = type(value)
+            if kind_of_value is str:
                 if kind != "text" and kind != "list":
-                    return False
-            elif type(value) is list:
+                    return None
+            elif kind_of_value is list:
                 if kind == "list":
-                    if not all(type(item) is str for item in value):
-                        return False
-                elif kind != "evidence" or not all(type(entry) is dict and _plain_covers(entry) for entry in value):
-                    return False
-            elif type(value) is not bool or kind != "bool":
-                return False
-        return True
+                    for item in value:
+                        if type(item) is not str:
+                            return None
+                elif kind == "evidence" and all(type(entry) is dict and _plain_covers(entry) for entry in value):
+                    value = _as_text(value)
+                else:
+                    return None
+            elif kind_of_value is bool and kind == "bool":
+                value = "true" if value else "false"
+            else:
+                return None
+            authored[key] = value
+        return authored
+
+    def authored(self) -> dict[str, Any]:
+        """The record's mapping as text, what `plan.record` shows as `record` (after `check`)."""
+        return self._authored if self._authored is not None else _authored(self.data)
 
     def say(self, message: str) -> None:
         self.findings.append(_finding(self.subject, message))
@@ -347,7 +362,7 @@ def _milestone(stem: str, path: str, data: bytes) -> Parsed:
         claims=read.items("claims"),
         evidence_required=read.items("evidence_required"),
         covers=covers,
-        raw=_authored(mapping),
+        raw=read.authored(),
     )
     return record, tuple(read.findings)
 
@@ -398,7 +413,7 @@ def _issue(stem: str, path: str, data: bytes) -> Parsed:
         unsealed=unsealed,
         proven=(proof[0], proof[1], proof[2]),
         covered=all(token in covers for token in required),
-        raw=_authored(mapping),
+        raw=read.authored(),
     )
     return record, tuple(read.findings)
 
