@@ -197,8 +197,7 @@ class _Reader:
                 self.say(f"{self.path}: {key!r} {wrong}")
 
     def _fitting(self, required: frozenset[str]) -> dict[str, Any] | None:
-        """The authored mapping when `check` has nothing to say, decided for the common record only (None: look
-        closer).
+        """The authored mapping when `check` has nothing to say, decided for the common record only (else None).
 
         Every required key is present and every key known; a text key holds text, a list key text or a list of
         text, a bool key a boolean, an evidence key a list of mappings whose `covers` is absent, text or a list
