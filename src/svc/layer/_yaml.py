@@ -29,6 +29,7 @@ from __future__ import annotations
 import codecs
 import functools
 import re
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -462,9 +463,7 @@ def _flat(text: str) -> dict[Any, Any]:
     entries = _ENTRY.findall(text)
     # The entries found do not overlap: they are the whole text when their lengths (each with its `:` and its
     # key line's line feed) add up to the text's.
-    if sum(len(name) + len(spaces) + len(rest) + len(block) for name, spaces, rest, block in entries) + 2 * len(
-        entries
-    ) != len(text):
+    if sum(map(len, chain.from_iterable(entries))) + 2 * len(entries) != len(text):
         raise _Slow
     result: dict[Any, Any] = {}
     plains = _PLAINS

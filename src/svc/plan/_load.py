@@ -174,12 +174,12 @@ class _Reader:
         self.data = data
         self.keys = keys
         self.findings: list[PlanFinding] = []
-        self._authored: dict[str, Any] | None = None
+        self._fitted: dict[str, Any] | None = None
 
     def check(self, required: frozenset[str]) -> None:
         """Unknown keys (file order), then each known key in table order: missing when required, or mistyped."""
-        self._authored = self._fitting(required)
-        if self._authored is not None:
+        self._fitted = self._fitting(required)
+        if self._fitted is not None:
             return
         unknown = [key for key in self.data if not isinstance(key, str) or key not in self.keys]
         for key in unknown[:MAX_UNKNOWN_KEYS]:
@@ -231,7 +231,7 @@ class _Reader:
 
     def authored(self) -> dict[str, Any]:
         """The record's mapping as text, what `plan.record` shows as `record` (after `check`)."""
-        return self._authored if self._authored is not None else _authored(self.data)
+        return self._fitted if self._fitted is not None else _authored(self.data)
 
     def say(self, message: str) -> None:
         self.findings.append(_finding(self.subject, message))
