@@ -158,6 +158,83 @@ async def test_every_other_request_reaches_hypercorn_with_nothing_lost() -> None
     assert heads == []
 
 
+async def socket_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
+    """Two connected TCP socket streams on 127.0.0.1 (the listener peeks at a real socket)."""
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    async with listener:
+        client = await trio.open_tcp_stream("127.0.0.1", listener.socket.getsockname()[1])
+        server = await listener.accept()
+    return client, server
+
+
+async def serve_one(stream: trio.SocketStream, heads: list[bytes], served: list[object]) -> None:
+    """`_connection` of `stream`; upgrades recorded in `heads`, what hypercorn was handed in `served`."""
+
+    async def upgrade(stream: trio.SocketStream, head: bytes) -> None:
+        heads.append(head)
+        await stream.aclose()
+
+    class Recording:
+        def __init__(self, *args: Any) -> None:
+            served.append(args[-1])
+
+        def __await__(self) -> Any:
+            return self.run().__await__()
+
+        async def run(self) -> None:
+            await trio.lowlevel.checkpoint()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("svc.api._listen._TCPServer", Recording)
+        await _connection(asgi, Config(), WorkerContext(None), {}, {b"/events": upgrade}, stream)
+
+
+async def test_a_whole_head_in_one_segment_is_peeked_at_and_hypercorn_reads_the_socket_itself() -> None:
+    with trio.fail_after(5):
+        client, server = await socket_pair()
+        heads: list[bytes] = []
+        served: list[object] = []
+        request = b"GET /api/v1/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        async with client, server:
+            await client.send_all(request)
+            await serve_one(server, heads, served)
+            assert served == [server]
+            # Nothing was taken from the socket: hypercorn receives the whole request.
+            assert await server.receive_some(1 << 16) == request
+        assert heads == []
+
+
+async def test_a_head_in_pieces_over_a_socket_is_read_and_handed_on_with_its_bytes() -> None:
+    with trio.fail_after(5):
+        client, server = await socket_pair()
+        heads: list[bytes] = []
+        served: list[object] = []
+        request = b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        async with client, server, trio.open_nursery() as nursery:
+            nursery.start_soon(serve_one, server, heads, served)
+            for piece in (request[:5], request[5:20], request[20:]):
+                await client.send_all(piece)
+                await trio.testing.wait_all_tasks_blocked()
+        assert heads == []
+        [stream] = served
+        assert isinstance(stream, PrefixedStream)
+        assert stream.stream is server
+        assert await stream.receive_some() == request
+
+
+async def test_an_upgrade_in_one_segment_is_read_from_the_socket_for_its_handler() -> None:
+    with trio.fail_after(5):
+        client, server = await socket_pair()
+        heads: list[bytes] = []
+        served: list[object] = []
+        request = b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n" + UPGRADE + b"\r\n"
+        async with client, server:
+            await client.send_all(request)
+            await serve_one(server, heads, served)
+        assert heads == [request]
+        assert served == []
+
+
 @pytest.mark.slow
 async def test_a_connection_that_sends_nothing_is_closed_after_the_keep_alive_timeout() -> None:
     async with listening([], keep_alive=0.2) as port:

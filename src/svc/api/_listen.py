@@ -1,12 +1,15 @@
 """Accepting connections on the loopback socket: hypercorn for HTTP, the live channel's upgrades on their own.
 
-The first bytes of each connection are read before anyone answers it. A WebSocket upgrade of `/events`
-(as the first request of its connection, which is how browsers and WebSocket clients open one) goes to the
-live channel, which writes every frame its subscriber has queued in one `send_all`. Every other connection
-is handed, with the bytes already read, to hypercorn's own connection server (`TCPServer`), exactly as
-`hypercorn.trio.serve` would: the lifespan, the worker context, the graceful timeout and the shutdown
-trigger are the same. An upgrade that arrives later on a keep-alive connection reaches `/events` through
-ASGI instead; both paths share one channel.
+The first bytes of each connection are looked at before anyone answers it. A WebSocket upgrade of
+`/events` (as the first request of its connection, which is how browsers and WebSocket clients open one)
+goes to the live channel, which writes every frame its subscriber has queued in one `send_all`. Every other
+connection is handed to hypercorn's own connection server (`TCPServer`), exactly as `hypercorn.trio.serve`
+would: the lifespan, the worker context, the graceful timeout and the shutdown trigger are the same.
+Clients send a request head in one segment, so the first bytes are peeked at (`MSG_PEEK`) and, when they
+are no upgrade, hypercorn reads the socket itself; a head that arrives in pieces, and an upgrade, are read
+from the socket, and hypercorn then receives the bytes already read first (`PrefixedStream`). An upgrade
+that arrives later on a keep-alive connection reaches `/events` through ASGI instead; both paths share one
+channel.
 
 hypercorn speaks HTTP/1.1 here through `ErrorBodyH11`, its own protocol with one change: what h11 refuses
 to parse (no Host, two Hosts, a NUL or a bad byte in the head, HTTP/0.9, a head over 16 KiB), which
@@ -17,6 +20,7 @@ place that sees every request head of a connection, the first and every keep-ali
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from functools import partial
 from itertools import chain
@@ -225,26 +229,66 @@ async def _connection(
     upgrades: dict[bytes, UpgradeHandler],
     stream: trio.SocketStream,
 ) -> None:
-    head = await _read_head(stream, config, upgrades)
+    deadline = trio.current_time() + config.keep_alive_timeout
+    state = ConnectionState(lifespan_state.copy())
+    peeked = await _peek_head(stream, deadline)
+    if peeked is None:
+        await stream.aclose()
+        return
+    if _upgrade_for(peeked, upgrades) is None:
+        # Decided without taking a byte from the socket (a whole head in its first segment, as clients send
+        # one): hypercorn reads the socket itself, with no stream in between.
+        await _TCPServer(app, config, context, state, stream)  # type: ignore[arg-type]
+        return
+    head = await _read_head(stream, config, upgrades, deadline)
     if head is None:
         await stream.aclose()
         return
-    for path, handler in upgrades.items():
-        if wants_upgrade(head, path):
-            await handler(stream, head)
-            return
-    state = ConnectionState(lifespan_state.copy())
+    handler = _upgrade_for(head, upgrades)
+    if callable(handler):
+        await handler(stream, head)
+        return
     await _TCPServer(app, config, context, state, PrefixedStream(stream, head))  # type: ignore[arg-type]
 
 
-async def _read_head(stream: trio.SocketStream, config: Config, upgrades: dict[bytes, UpgradeHandler]) -> bytes | None:
-    """The first bytes of a connection, enough to tell an upgrade of `upgrades` from anything else.
+def _upgrade_for(head: bytes, upgrades: dict[bytes, UpgradeHandler]) -> UpgradeHandler | bool | None:
+    """The upgrade handler `head` asks for; None: hypercorn's (no upgrade); True: not known from these bytes."""
+    undecided = False
+    for path, handler in upgrades.items():
+        wanted = wants_upgrade(head, path)
+        if wanted:
+            return handler
+        undecided = undecided or wanted is None
+    return True if undecided else None
 
-    None when the peer sent nothing within the keep-alive timeout (or closed first). A head that stays
-    undecided past that timeout or past hypercorn's incomplete-request bound is handed on as it is.
+
+async def _peek_head(stream: trio.SocketStream, deadline: float) -> bytes | None:
+    """The first bytes of a connection, left in the socket (`MSG_PEEK`); None when none came by `deadline`.
+
+    An in-memory stream (no socket to peek at) gives b"", which decides nothing.
+    """
+    sock = getattr(stream, "socket", None)
+    if sock is None:
+        return b""
+    with trio.move_on_at(deadline):
+        try:
+            return await sock.recv(MAX_RECV, socket.MSG_PEEK) or None
+        except OSError:
+            return None
+    return None
+
+
+async def _read_head(
+    stream: trio.SocketStream, config: Config, upgrades: dict[bytes, UpgradeHandler], deadline: float
+) -> bytes | None:
+    """The first bytes of a connection, read until they tell an upgrade of `upgrades` from anything else.
+
+    None when the peer sent nothing by `deadline` (the keep-alive timeout after it connected), or closed
+    first. A head still undecided at the deadline or past hypercorn's incomplete-request bound is handed on
+    as it is.
     """
     head = b""
-    with trio.move_on_after(config.keep_alive_timeout):
+    with trio.move_on_at(deadline):
         while len(head) <= config.h11_max_incomplete_size:
             try:
                 chunk = await stream.receive_some(MAX_RECV)
@@ -253,6 +297,6 @@ async def _read_head(stream: trio.SocketStream, config: Config, upgrades: dict[b
             if not chunk:
                 break
             head += chunk
-            if all(wants_upgrade(head, path) is not None for path in upgrades):
+            if _upgrade_for(head, upgrades) is not True:
                 break
     return head or None
