@@ -9,13 +9,18 @@ import functools
 import re
 import socket
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
+from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 import trio
 
 from svc.api import bind_loopback, serve_http
-from svc.runtime import Executor
+from svc.layer import Repository
+from svc.registry import Capability, Example, Exposure, HttpExposure, Module, build_registry
+from svc.runtime import Context, Executor, Generation, Runtime, Supervisor
 
 
 @pytest.fixture
@@ -79,3 +84,51 @@ async def test_serve_http_stops_on_shutdown_with_a_keep_alive_connection_open(de
     async with httpx.AsyncClient(base_url=url) as http:
         with pytest.raises(httpx.ConnectError):
             await http.get("/api/v1/demo/probe")
+
+
+class Nothing(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """No input."""
+
+
+async def test_a_request_in_flight_ends_before_serve_http_returns_and_so_before_the_service(tmp_path: Path) -> None:
+    """HTTP runs are unscoped (`Supervisor.run`): the server itself must end them before the service closes."""
+    cancelled: list[bool] = []
+    started = trio.Event()
+
+    async def block(ctx: Context, params: Nothing) -> Nothing:
+        started.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.append(True)
+        return params  # pragma: no cover
+
+    cap = Capability(
+        id="slow.block",
+        module="slow",
+        title="Block",
+        description="Waits until cancelled.",
+        input=Nothing,
+        output=Nothing,
+        handler=block,
+        examples=(Example(name="plain", input={}),),
+        exposure=Exposure(http=HttpExposure(method="GET", path="/api/v1/slow/block")),
+    )
+    repo = Repository.discover(tmp_path)
+    registry = build_registry([Module(id="slow", title="Slow", description="A blocking query.")], [cap])
+    runtime = Runtime(registry=registry, repository=repo, generation=Generation(repo, stamp=b""), surface="http")
+    shutdown = trio.Event()
+    with trio.fail_after(10):
+        async with Supervisor.open() as supervisor, AsyncExitStack() as client:
+            executor = Executor(runtime, supervisor)
+            async with trio.open_nursery() as nursery:
+                url: str = await nursery.start(functools.partial(serve_http, executor, port=0, shutdown=shutdown))
+                port = int(url.rsplit(":", 1)[1])
+                stream = await client.enter_async_context(await trio.open_tcp_stream("127.0.0.1", port))
+                await stream.send_all(b"GET /api/v1/slow/block HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                await started.wait()
+                assert supervisor.active == 1
+                shutdown.set()
+            # serve_http has returned: its request was cancelled, and no run is left for the supervisor's close.
+            assert cancelled == [True]
+            assert supervisor.active == 0

@@ -337,6 +337,35 @@ async def test_a_run_that_does_not_unwind_holds_the_close_at_most_its_bound(
         finish.set()
 
 
+async def test_an_unscoped_run_is_counted_and_refused_once_closing_but_not_cancelled_by_the_close(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from svc.runtime._supervisor import UNWIND_SECONDS
+
+    release = trio.Event()
+    finished: list[int] = []
+
+    async def work() -> int:
+        await release.wait()
+        finished.append(1)
+        return 1
+
+    async with trio.open_nursery() as callers:
+        async with Supervisor.open() as supervisor:
+            callers.start_soon(functools.partial(supervisor.run, work, scoped=False))
+            await trio.testing.wait_all_tasks_blocked()
+            assert supervisor.active == 1
+            closing = trio.current_time()
+        # The close had no scope to cancel: it waited its bound for the run, which goes on.
+        assert trio.current_time() - closing == pytest.approx(UNWIND_SECONDS)
+        assert supervisor.active == 1
+        with pytest.raises(Unavailable, match="stopping"):
+            await supervisor.run(work, scoped=False)
+        release.set()
+    assert finished == [1]
+    assert supervisor.active == 0
+
+
 async def test_a_read_runs_in_a_worker_thread_with_the_repository(tmp_path: Path) -> None:
     import threading
 

@@ -340,12 +340,14 @@ class SvcApp:
                 params = self.executor.decode_text(cap, _query_items(scope))
             else:
                 params = self.executor.decode_json(cap, await read_body(receive))
+            # Unscoped: the server ends its requests before the service ends (`Supervisor.run`).
+            executor, actor = self.executor, self._actor
             if cap.cancellable:
                 # A cancellable capability may run long: it ends with its client (hypercorn does not cancel
                 # a request whose client left). Others answer at once and skip the watch's task.
-                body = await _while_connected(receive, lambda: self.executor.call(cap, params, actor=self._actor))
+                body = await _while_connected(receive, lambda: executor.call(cap, params, actor=actor, scoped=False))
             else:
-                body = await self.executor.call(cap, params, actor=self._actor)
+                body = await executor.call(cap, params, actor=actor, scoped=False)
         except SvcError as exc:
             await exchange.answer(*error_response(exc))
             return

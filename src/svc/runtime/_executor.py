@@ -78,8 +78,11 @@ class Executor:
         if cap.writes_repository and actor.over_http:
             raise write_refusal(cap)
 
-    async def call(self, cap: Capability, params: msgspec.Struct, *, actor: Actor) -> bytes:
+    async def call(self, cap: Capability, params: msgspec.Struct, *, actor: Actor, scoped: bool = True) -> bytes:
         """Answer `cap` for decoded `params` as encoded JSON, through the cache when it has one.
+
+        `scoped=False`: the caller always ends before the service does, and the run needs no cancel scope of
+        its own (`Supervisor.run`).
 
         Raises:
             SvcError: the capability's own refusal, or `Internal` (with a correlation id) for any other
@@ -88,25 +91,25 @@ class Executor:
         self.admit(cap, actor)
         cache = self._caches.get(cap.id)
         if cache is None or cap.runs_live(params, mcp=actor.kind == "mcp"):
-            return self.encode(await self.invoke(cap, params, self.context(actor)))
+            return self.encode(await self.invoke(cap, params, self.context(actor), scoped=scoped))
         key = self._canonical.encode(params)
         now = trio.current_time()
         generation = self.runtime.generation.value
         body = cache.get(key, now=now, generation=generation)
         if body is None:
-            body = self.encode(await self.invoke(cap, params, self.context(actor)))
+            body = self.encode(await self.invoke(cap, params, self.context(actor), scoped=scoped))
             cache.put(key, body, now=now, generation=generation)
         return body
 
-    async def invoke(self, cap: Capability, params: msgspec.Struct, ctx: Context) -> Any:
-        """Run the handler as a supervised task in its own cancel scope, bypassing any cache.
+    async def invoke(self, cap: Capability, params: msgspec.Struct, ctx: Context, *, scoped: bool = True) -> Any:
+        """Run the handler as a supervised task in its own cancel scope (see `call` for `scoped`), bypassing any cache.
 
         Raises:
             SvcError: the capability's own refusal, or `Internal` with a correlation id for anything else.
         """
         self.admit(cap, ctx.actor)
         try:
-            return await self.supervisor.run(self.run_here, cap, params, ctx)
+            return await self.supervisor.run(self.run_here, cap, params, ctx, scoped=scoped)
         except SvcError:
             raise
         except Exception as exc:
