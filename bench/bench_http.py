@@ -23,12 +23,13 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from types import FrameType
 from typing import Any, Literal
 
+import bench_counted
 from bench_cases import Case, cases_from_registry
 from bench_floor import SERVER_HEADERS, Recorded, write_responses
 from bench_load import LoadClient, choose_client, run_load
@@ -69,6 +70,8 @@ class Settings:
     client: Literal["auto", "wrk", "python"]
     repo: Path
     patterns: tuple[str, ...] = ()
+    #: Seconds of the counted load per server and route (`--instructions`); 0: instructions are not counted.
+    counted_seconds: int = 0
 
     def selects(self, case: Case) -> bool:
         """Whether the latency of `case` is measured (every case unless `--case` patterns narrow it)."""
@@ -77,6 +80,8 @@ class Settings:
 
 #: mode -> (warm-up requests, measured requests, seconds per throughput run, rounds per server)
 PRESETS: dict[str, tuple[int, int, int, int]] = {"full": (200, 2000, 5, 3), "quick": (20, 200, 1, 2)}
+#: mode -> seconds of the load whose instructions are counted (`--instructions`), per server and route.
+COUNTED_SECONDS = {"full": 20, "quick": 3}
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[Settings, Path, bool]:
@@ -92,6 +97,11 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Settings, Path, bool]:
     parser.add_argument("--repo", type=Path, default=REPO_DIR, help="repository svc serves")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the JSON")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count instructions per request under callgrind (needs valgrind) and judge throughput on them",
+    )
     parser.add_argument(
         "--case",
         dest="patterns",
@@ -113,7 +123,10 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Settings, Path, bool]:
         client=args.client,
         repo=args.repo.resolve(),
         patterns=tuple(args.patterns),
+        counted_seconds=COUNTED_SECONDS[mode] if args.instructions else 0,
     )
+    if args.instructions and not bench_counted.available():
+        raise SystemExit("--instructions needs valgrind and callgrind_control (apt-get install -y valgrind)")
     return settings, args.output, args.check
 
 
@@ -213,6 +226,26 @@ def measure_throughput(
     return ThroughputResult(route=case.route, target=case.target, svc=tuple(runs["svc"]), floor=tuple(runs["floor"]))
 
 
+def count_route(client: LoadClient, result: ThroughputResult, case: Case, s: Settings, work: Path) -> ThroughputResult:
+    """`result` with the instructions per request of svc and of the floor for `case`, each server under callgrind.
+
+    The servers run one after the other (and after the timed runs, whose svc must have stopped: svc serves a
+    repository once), so that neither shares the machine with the other.
+    """
+    commands = {"svc": svc_command(s.repo), "floor": floor_command(work / "responses.json")}
+    counted: dict[str, bench_counted.Counted] = {}
+    for name, argv in commands.items():
+        command = bench_counted.counting_command(argv, work, name)
+        start = bench_counted.START_TIMEOUT
+        with running_server(f"{name}-callgrind", command, log_dir=work, start_timeout=start) as server:
+            progress(f"instructions {case.route} {name}: counting over {s.counted_seconds} s of load")
+            counted[name] = bench_counted.count_instructions(
+                client, server, case.target, duration=s.counted_seconds, out_dir=work, name=name
+            )
+        progress(f"instructions {case.route} {name}: {counted[name].per_request / 1e6:.3f} M per request")
+    return replace(result, svc_counted=counted["svc"], floor_counted=counted["floor"])
+
+
 def timed_run(client: LoadClient, server: ServerProcess, case: Case, duration: int, script_dir: Path) -> ServerRun:
     """One load run on `server`, with the CPU time the server process used meanwhile."""
     before = cpu_seconds(server.pid)
@@ -260,6 +293,10 @@ def run_benchmark(settings: Settings) -> RunResult:
         results = measure_cases(svc.origin, floor.origin, measured, recorded, settings)
         servers = {"svc": svc, "floor": floor}
         throughput = [measure_throughput(client, servers, case, settings, work) for case in loads]
+        stack.close()
+        if settings.counted_seconds:
+            pairs = zip(throughput, loads, strict=True)
+            throughput = [count_route(client, result, case, settings, work) for result, case in pairs]
     details = {
         **asdict(settings),
         "repo": str(settings.repo),

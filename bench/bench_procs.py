@@ -80,17 +80,19 @@ def floor_command(responses: Path) -> list[str]:
 
 
 @contextmanager
-def running_server(name: str, argv: Sequence[str], *, log_dir: Path) -> Iterator[ServerProcess]:
+def running_server(
+    name: str, argv: Sequence[str], *, log_dir: Path, start_timeout: float = START_TIMEOUT
+) -> Iterator[ServerProcess]:
     """Start `argv`, yield it once it logs its URL, and stop it on the way out, whatever happens.
 
     Raises:
-        StartError: the server exited or logged no URL within `START_TIMEOUT` seconds.
+        StartError: the server exited or logged no URL within `start_timeout` seconds.
     """
     log = log_dir / f"{name}.stderr.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink)
     try:
-        origin = _await_url(name, process, log)
+        origin = _await_url(name, process, log, start_timeout)
         yield ServerProcess(name=name, process=process, origin=origin, log=log)
     except Exception:
         print(f"bench: {name} stderr (last lines):\n{_tail(log)}", file=sys.stderr)
@@ -99,8 +101,8 @@ def running_server(name: str, argv: Sequence[str], *, log_dir: Path) -> Iterator
         stop_process(process)
 
 
-def _await_url(name: str, process: subprocess.Popen[bytes], log: Path) -> Origin:
-    deadline = time.monotonic() + START_TIMEOUT
+def _await_url(name: str, process: subprocess.Popen[bytes], log: Path, timeout: float) -> Origin:
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         match = SERVING.search(log.read_bytes())
         if match is not None:
@@ -108,7 +110,7 @@ def _await_url(name: str, process: subprocess.Popen[bytes], log: Path) -> Origin
         if process.poll() is not None:
             raise StartError(f"{name} exited with {process.returncode} before serving:\n{_tail(log)}")
         time.sleep(_POLL_SECONDS)
-    raise StartError(f"{name} logged no URL within {START_TIMEOUT:.0f} s:\n{_tail(log)}")
+    raise StartError(f"{name} logged no URL within {timeout:.0f} s:\n{_tail(log)}")
 
 
 def _tail(log: Path, lines: int = 30) -> str:
