@@ -293,7 +293,7 @@ def run_benchmark(settings: Settings) -> RunResult:
         results = measure_cases(svc.origin, floor.origin, measured, recorded, settings)
         servers = {"svc": svc, "floor": floor}
         throughput = [measure_throughput(client, servers, case, settings, work) for case in loads]
-        stack.close()
+        stack.close()  # both servers stop before any is counted: svc serves a repository once
         if settings.counted_seconds:
             pairs = zip(throughput, loads, strict=True)
             throughput = [count_route(client, result, case, settings, work) for result, case in pairs]

@@ -230,11 +230,11 @@ async def _connection(
     stream: trio.SocketStream,
 ) -> None:
     deadline = trio.current_time() + config.keep_alive_timeout
-    state = ConnectionState(lifespan_state.copy())
     peeked = await _peek_head(stream, deadline)
     if peeked is None:
         await stream.aclose()
         return
+    state = ConnectionState(lifespan_state.copy())
     if _upgrade_for(peeked, upgrades) is None:
         # Decided without taking a byte from the socket (a whole head in its first segment, as clients send
         # one): hypercorn reads the socket itself, with no stream in between.
@@ -263,16 +263,10 @@ def _upgrade_for(head: bytes, upgrades: dict[bytes, UpgradeHandler]) -> UpgradeH
 
 
 async def _peek_head(stream: trio.SocketStream, deadline: float) -> bytes | None:
-    """The first bytes of a connection, left in the socket (`MSG_PEEK`); None when none came by `deadline`.
-
-    An in-memory stream (no socket to peek at) gives b"", which decides nothing.
-    """
-    sock = getattr(stream, "socket", None)
-    if sock is None:
-        return b""
+    """The first bytes of a connection, left in the socket (`MSG_PEEK`); None when none came by `deadline`."""
     with trio.move_on_at(deadline):
         try:
-            return await sock.recv(MAX_RECV, socket.MSG_PEEK) or None
+            return await stream.socket.recv(MAX_RECV, socket.MSG_PEEK) or None
         except OSError:
             return None
     return None
