@@ -33,16 +33,22 @@ One run:
    peer on the 1,000-issue plan: the plan written as its `tasks.json` (one task per issue: title, objective,
    its status from the one svc derives, dependencies, priority), and
    `task-master next -f json` timed as `svc plan next` is, alternating with it, beside svc's first read;
-7. reads the idle CPU figures of `bench/results/idle.json` (written by `bench_idle.py`; not measured again);
-8. prints the table (figure, measured, target, met) to stdout and, on a full run, writes
+7. with `--before SVC` (the `svc` executable of an environment holding an earlier svc: the issue's "now"
+   column), that svc on both plans: `svc plan next --json` with its caches dropped before each run, alternating
+   with this svc's first read, and the `-X importtime` import of its `svc.cli` (with that environment's
+   interpreter), timed as svc's are; the answers are compared;
+8. reads the idle CPU figures of `bench/results/idle.json` (written by `bench_idle.py`; not measured again);
+9. prints the table (figure, measured, target, met) to stdout and, on a full run, writes
    `bench/results/cli.json`.
 
-A speed target with an anchor in the issue's table (`task-master next` on 1,000 tasks, 1.88 s; the baseline on
-10,000 issues, 1.35 s; Python's own start, 20 ms) is also given scaled by this run's anchor over the issue's:
+A speed target with an anchor in the issue's table is also given scaled by this run's anchor over the issue's:
 met is `yes` within the issue's figure, `scaled` only within the scaled one (this machine is that much slower
-than the one the target was set on), else `NO`. The 1,000-issue figures scale by the peer (with `--peer`), the
-10,000-issue figure after a first read by the baseline (a full run), the import by Python's start; memory and
-the first request after start are not scaled.
+than the one the target was set on), else `NO`. The most direct anchor is the issue's "now" column itself
+(`--before`): the same command of the svc the targets were set against, 0.44 s on 1,000 issues, 1.84 s on
+10,000, 196 ms for the import; with it, each of the three figures scales by that svc's time in this run over
+its time in the table. Without it, the 1,000-issue figures scale by the peer (`task-master next` on 1,000 tasks,
+1.88 s; with `--peer`), the 10,000-issue figure after a first read by the baseline (1.35 s; a full run), the
+import by Python's own start (20 ms). Memory and the first request after start are not scaled.
 """
 
 from __future__ import annotations
@@ -89,6 +95,8 @@ TARGETS = {
 #: The anchors of the issue's table, as measured on the machine the targets were set on: a speed target is also
 #: judged against itself times (this run's anchor / that one), the machine's speed against that machine's.
 ANCHORS = {"peer_next_1000_s": 1.88, "baseline_10000_s": 1.35, "python_start_ms": 20.0}
+#: The issue's "now" column: the svc the targets were set against, on that machine (`--before` runs it here).
+NOW = {"1000": 0.44, "10000": 1.84, "import": 196.0}
 RUN_TIMEOUT = 300.0
 LIVE_TIMEOUT = 120.0
 IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)\s*$")
@@ -591,6 +599,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the 1,000-issue plan only, 3 runs, no result file")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--peer", type=Path, help="the task-master executable: time `task-master next` beside svc")
+    parser.add_argument(
+        "--before", type=Path, help="the `svc` executable of an earlier svc's environment: time it beside this one"
+    )
     args = parser.parse_args(argv)
     runs = 3 if args.quick else 5
     plans = PLANS[:1] if args.quick else PLANS
@@ -606,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     start_spawner()
     try:
-        _measure(result, plans, runs, args.peer)
+        _measure(result, plans, runs, args.peer, args.before)
     finally:
         stop_spawner()
     result["idle"] = idle_figures()
@@ -621,8 +632,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _measure(result: dict[str, Any], plans: tuple[tuple[int, int], ...], runs: int, peer: Path | None) -> None:
-    """Write the plans and measure every figure into `result` (the peer's too, when given)."""
+def _measure(
+    result: dict[str, Any], plans: tuple[tuple[int, int], ...], runs: int, peer: Path | None, before: Path | None
+) -> None:
+    """Write the plans and measure every figure into `result` (the peer's and the earlier svc's, when given)."""
     with tempfile.TemporaryDirectory(prefix="svc-bench-cli-") as tmp:
         scratch = Path(tmp)
         baseline = scratch / "baseline_next.py"
@@ -640,6 +653,9 @@ def _measure(result: dict[str, Any], plans: tuple[tuple[int, int], ...], runs: i
         if peer is not None:
             print(f"bench: {plans[0][1]:,} issues: task-master next and svc plan next, {runs} runs", file=sys.stderr)
             result["peer"] = peer_next(peer, small, runs, scratch)
+        if before is not None:
+            print(f"bench: the earlier svc and this one, {runs} runs on each plan", file=sys.stderr)
+            result["before"] = before_figures(before, roots, runs, scratch)
         print(f"bench: -X importtime, {runs} runs", file=sys.stderr)
         result["imports"] = imports(small, runs, scratch)
         served = plans[-1][1]
@@ -702,6 +718,47 @@ def peer_next(peer: Path, root: Path, runs: int, scratch: Path) -> dict[str, Any
     return {"version": version, "next": _summary(theirs), "svc_first_read": _summary(ours), "answer": answer.get("id")}
 
 
+def _source(python: Path) -> str:
+    """Where the svc of `python`'s environment comes from: its checkout's commit, else its version."""
+    where = [str(python), "-c", "import svc, pathlib; print(pathlib.Path(svc.__file__).parent, svc.__version__)"]
+    directory, version = subprocess.run(where, capture_output=True, text=True, check=True).stdout.split()
+    commit = subprocess.run(
+        ["git", "-C", directory, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return f"svc {version}, commit {commit.stdout.strip()}" if commit.returncode == 0 else f"svc {version}"
+
+
+def before_figures(before: Path, roots: dict[int, Path], runs: int, scratch: Path) -> dict[str, Any]:
+    """The earlier svc `before` beside this one: `plan next` on each plan (first reads, alternating), its import.
+
+    Its environment's interpreter (`python` beside `before`) runs its `-X importtime`.
+    """
+    python = before.with_name("python")
+    out: dict[str, Any] = {"source": _source(python), "plans": {}}
+    for issues, root in roots.items():
+        theirs_argv = [str(before), "--repo", str(root), "plan", "next", "--json"]
+        ours_argv = [str(SVC), "--repo", str(root), "plan", "next", "--json"]
+        theirs: list[Run] = []
+        ours: list[Run] = []
+        for _ in range(runs):
+            _drop_cache(root)
+            theirs.append(_checked(run_process(theirs_argv, scratch=scratch), "the earlier svc plan next"))
+            _drop_cache(root)
+            ours.append(_checked(run_process(ours_argv, scratch=scratch), "svc plan next"))
+        agree = _answer_of_svc(theirs[-1]) == _answer_of_svc(ours[-1])
+        out["plans"][str(issues)] = {"next": _summary(theirs), "svc_first_read": _summary(ours), "answers_agree": agree}
+    argv = [str(python), "-X", "importtime", "-m", "svc", "--repo", str(roots[min(roots)]), "plan", "next", "--json"]
+    times: list[float] = []
+    for _ in range(runs):
+        run = _checked(run_process(argv, scratch=scratch), "the earlier svc's -X importtime")
+        took = _imports(run.stderr.decode("utf-8", errors="replace"))[0]
+        if took is None:
+            raise RuntimeError("-X importtime reported no import of the earlier svc.cli")
+        times.append(took)
+    out["svc_cli_cumulative_ms_median"] = round(statistics.median(times), 1)
+    return out
+
+
 def _yes(ok: bool) -> str:
     return "yes" if ok else "NO"
 
@@ -709,9 +766,15 @@ def _yes(ok: bool) -> str:
 def scales(r: dict[str, Any]) -> dict[str, float]:
     """This run's anchor over the issue's, for the anchors this run measured.
 
-    `1000`: `task-master next` (with `--peer`); `10000`: the baseline on 10,000 issues (a full run); `import`:
-    Python's own start.
+    With `--before`, the earlier svc's own figures over the issue's "now" column, for all three. Else `1000`:
+    `task-master next` (with `--peer`); `10000`: the baseline on 10,000 issues (a full run); `import`: Python's
+    own start.
     """
+    before = r.get("before")
+    if before is not None:
+        out = {size: plan["next"]["median_s"] / NOW[size] for size, plan in before["plans"].items()}
+        out["import"] = before["svc_cli_cumulative_ms_median"] / NOW["import"]
+        return out
     out = {"import": r["imports"]["python_start_ms_median"] / ANCHORS["python_start_ms"]}
     if "peer" in r:
         out["1000"] = r["peer"]["next"]["median_s"] / ANCHORS["peer_next_1000_s"]
@@ -783,6 +846,25 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
                 _yes(ratio <= limit),
             )
         )
+    before = r.get("before")
+    if before is not None:
+        for size, plan in before["plans"].items():
+            theirs, ours = plan["next"], plan["svc_first_read"]
+            n = f"{int(size):,}"
+            agree = "same answer" if plan["answers_agree"] else "answers differ"
+            measured = f"{theirs['median_s']:.3f} s, {theirs['peak_rss_mib_max']:.0f} MiB ({agree})"
+            rows.append((f"the earlier svc ({before['source']}), {n} issues", measured, "", "—"))
+            ratio = ours["median_s"] / theirs["median_s"]
+            label = f"svc plan next, {n} issues, first read, beside it"
+            measured = f"{ours['median_s']:.3f} s ({ratio:.2f}× the earlier svc)"
+            if size == "1000":
+                limit = TARGETS["plan_next_1000_s"] / NOW[size]
+                cell = f"≤ {limit:.2f}× (the issue's target over its now)"
+                rows.append((label, measured, cell, _yes(ratio <= limit)))
+            else:
+                rows.append((label, measured, "", "—"))
+        took = before["svc_cli_cumulative_ms_median"]
+        rows.append(("import of the earlier svc.cli for svc plan next --json", f"{took:.0f} ms", "", "—"))
     imp = r["imports"]
     took = imp["svc_cli_cumulative_ms_median"]
     cell, met = _bound(took, TARGETS["import_svc_cli_ms"], scale["import"], "ms")
