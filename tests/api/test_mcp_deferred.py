@@ -11,8 +11,8 @@ import pytest
 import trio
 import trio.testing
 
+from svc.api._deferred import DeferredMcp
 from svc.api._http import Message
-from svc.api._server import DeferredMcp
 from svc.runtime import Executor
 
 BOUND = 10
@@ -186,3 +186,37 @@ def test_serving_http_does_not_import_the_mcp_sdk() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+class SlowStart(FakeEndpoint):
+    """An endpoint whose start waits until `go` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starting = trio.Event()
+        self.go = trio.Event()
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self.starting.set()
+        await self.go.wait()
+        await super().serve(task_status=task_status)
+
+
+async def test_stop_while_the_endpoint_starts_ends_it_once_started() -> None:
+    endpoint = SlowStart()
+    app = DeferredMcp(NO_EXECUTOR, build=lambda executor: endpoint)
+    answers: list[list[Message]] = []
+    with trio.fail_after(BOUND):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(app.serve)
+
+            async def one() -> None:
+                answers.append(await ask(app))
+
+            nursery.start_soon(one)
+            await endpoint.starting.wait()
+            app.stop()
+            endpoint.go.set()
+    assert endpoint.served
+    assert endpoint.stopped.is_set()
+    assert status(answers[0]) == 503

@@ -1,7 +1,7 @@
 """The projections to the outside: the HTTP app and server, its pages, and MCP over stdio and `/mcp`.
 
 Names are imported on first use: serving HTTP does not import the MCP SDK, which the first request under `/mcp`
-loads (`svc.api._server.DeferredMcp`).
+loads (`svc.api._deferred.DeferredMcp`).
 """
 
 from __future__ import annotations

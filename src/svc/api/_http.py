@@ -5,8 +5,8 @@ Origin), and every app behind it reads the request through an `Exchange`: its bo
 (`MAX_BODY`) and time (`HttpLimits.body_timeout`), its sends completed, and whatever an app raises before
 answering (a refusal of the exchange, a crash) answered as an ErrorBody here. Capability routes under
 `/api/v1/` are answered here directly: decode by the binding rules, call the executor, send the encoded
-bytes. Everything else (pages, documents, the live channel) goes to the Quart app behind it, and unknown
-paths answer 404 here.
+bytes. Everything else goes to the app mounted at its prefix (`/mcp`, the live channel) or to the page app
+behind it (pages, documents; built by the first request for one), and unknown paths answer 404 here.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ __all__ = [
     "check_request",
     "error_response",
     "loopback_host",
+    "refuse_websocket",
+    "send_error",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -309,7 +311,7 @@ class SvcApp:
             check_request(scope)
         except Forbidden as exc:
             if kind == "websocket":
-                await _refuse_websocket(send, exc)
+                await refuse_websocket(send, exc)
             else:
                 await send_error(send, exc)
             return
@@ -320,7 +322,7 @@ class SvcApp:
         if path in PAGE_PATHS or path.startswith(PAGE_PREFIXES):
             await self.pages(scope, receive, send)
         elif kind == "websocket":
-            await _refuse_websocket(send, NotFound(f"no WebSocket at {path}"))
+            await refuse_websocket(send, NotFound(f"no WebSocket at {path}"))
         else:
             await send_error(send, NotFound(f"no route {path}; see / and /api/v1"))
 
@@ -413,7 +415,8 @@ def _query_items(scope: Scope) -> list[tuple[str, str]]:
         raise InvalidInput(f"the query string cannot be read: {exc}") from None
 
 
-async def _refuse_websocket(send: Send, exc: SvcError) -> None:
+async def refuse_websocket(send: Send, exc: SvcError) -> None:
+    """Refuse a WebSocket handshake with the ErrorBody of `exc` (the denial response extension)."""
     status, headers, body = error_response(exc)
     await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
     await send({"type": "websocket.http.response.body", "body": body})
