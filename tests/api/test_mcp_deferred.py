@@ -204,7 +204,11 @@ class SlowStart(FakeEndpoint):
 
 async def test_stop_while_the_endpoint_starts_ends_it_once_started() -> None:
     endpoint = SlowStart()
-    app = DeferredMcp(NO_EXECUTOR, build=lambda executor: endpoint)
+
+    def build(executor: Executor) -> Any:
+        return endpoint
+
+    app = DeferredMcp(NO_EXECUTOR, build=build)
     answers: list[list[Message]] = []
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -32,7 +33,7 @@ _log = logging.getLogger("svc.server")
 _T = TypeVar("_T")
 
 
-class Deferred(Generic[_T]):
+class Deferred(ABC, Generic[_T]):
     """Something requests need, loaded when the first one asks, run from then until `stop()`.
 
     `load` runs on a worker thread (imports go there); `make` turns what it loaded into the thing on the event
@@ -57,13 +58,13 @@ class Deferred(Generic[_T]):
         built: _T = loaded
         return built
 
+    @abstractmethod
     async def run(self, built: _T, *, task_status: trio.TaskStatus[None]) -> None:
         """Run it until `halt(built)`; `task_status.started()` once it answers requests."""
-        raise NotImplementedError
 
+    @abstractmethod
     def halt(self, built: _T) -> None:
         """Have `run` end."""
-        raise NotImplementedError
 
     async def serve(self) -> None:
         """Once a request asks for it, load it on a worker thread, make it, and run it until `stop()`."""
