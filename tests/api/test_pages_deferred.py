@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -106,28 +108,41 @@ class ServerLifespan:
         await self.ended.wait()
 
 
+@asynccontextmanager
+async def serving(app: DeferredPages) -> AsyncIterator[tuple[trio.Nursery, ServerLifespan]]:
+    """A nursery running the server's lifespan of `app`, once its startup completed."""
+    server = ServerLifespan()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, app)
+        await server.started.wait()
+        yield nursery, server
+
+
 async def wait_entered(gate: Gate) -> None:
     assert await trio.to_thread.run_sync(gate.entered.wait, BOUND)
+
+
+def asking(nursery: trio.Nursery, app: DeferredPages, answers: list[list[Message]], path: str = "/") -> trio.Event:
+    """Ask `app` for `path` in a task of `nursery`; the answer goes to `answers`, then the event is set."""
+    answered = trio.Event()
+
+    async def one() -> None:
+        answers.append(await ask(app, path=path))
+        answered.set()
+
+    nursery.start_soon(one)
+    return answered
 
 
 async def test_the_first_page_request_builds_the_pages_and_their_lifespan_runs_inside_the_servers() -> None:
     pages = FakePages()
     gate, app = deferred(pages, opened=False)
-    server = ServerLifespan()
     answers: list[list[Message]] = []
     with trio.fail_after(BOUND):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.run, app)
-            await server.started.wait()
+        async with serving(app) as (nursery, server):
             await trio.testing.wait_all_tasks_blocked()
             assert not gate.entered.is_set()
-            answered = trio.Event()
-
-            async def one() -> None:
-                answers.append(await ask(app, path="/docs/"))
-                answered.set()
-
-            nursery.start_soon(one)
+            answered = asking(nursery, app, answers, "/docs/")
             await wait_entered(gate)
             await trio.testing.wait_all_tasks_blocked()
             assert answers == []
@@ -144,11 +159,8 @@ async def test_the_first_page_request_builds_the_pages_and_their_lifespan_runs_i
 async def test_a_server_that_no_page_was_asked_of_builds_nothing_and_then_answers_503() -> None:
     pages = FakePages()
     gate, app = deferred(pages, opened=True)
-    server = ServerLifespan()
     with trio.fail_after(BOUND):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.run, app)
-            await server.started.wait()
+        async with serving(app) as (_, server):
             await server.end()
         http = await ask(app)
         websocket = await ask(app, "websocket")
@@ -162,17 +174,10 @@ async def test_a_server_that_no_page_was_asked_of_builds_nothing_and_then_answer
 async def test_the_servers_shutdown_while_the_pages_load_never_starts_them() -> None:
     pages = FakePages()
     gate, app = deferred(pages, opened=False)
-    server = ServerLifespan()
     answers: list[list[Message]] = []
     with trio.fail_after(BOUND):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.run, app)
-            await server.started.wait()
-
-            async def one() -> None:
-                answers.append(await ask(app))
-
-            nursery.start_soon(one)
+        async with serving(app) as (nursery, server):
+            asking(nursery, app, answers)
             await wait_entered(gate)
             await trio.testing.wait_all_tasks_blocked()
             await server.end()
@@ -187,10 +192,8 @@ async def test_pages_that_cannot_be_loaded_answer_500_and_the_server_goes_on(cap
         raise ImportError("no module named 'quart'")
 
     app = DeferredPages(NO_EXECUTOR, frozenset(), load=broken)
-    server = ServerLifespan()
     with trio.fail_after(BOUND):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.run, app)
+        async with serving(app) as (_, server):
             sent = await ask(app)
             again = await ask(app)
             await server.end()
@@ -205,10 +208,8 @@ async def test_pages_that_cannot_be_loaded_answer_500_and_the_server_goes_on(cap
 async def test_pages_whose_lifespan_fails_to_start_answer_500(caplog: pytest.LogCaptureFixture) -> None:
     pages = FakePages(startup="lifespan.startup.failed")
     _, app = deferred(pages, opened=True)
-    server = ServerLifespan()
     with trio.fail_after(BOUND):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.run, app)
+        async with serving(app) as (_, server):
             sent = await ask(app)
             await server.end()
     assert sent[0]["status"] == 500
@@ -216,11 +217,12 @@ async def test_pages_whose_lifespan_fails_to_start_answer_500(caplog: pytest.Log
     assert "http /" not in pages.events
 
 
-def test_serving_http_does_not_import_the_pages_stack() -> None:
+def test_serving_http_imports_neither_the_mcp_sdk_nor_the_pages_stack() -> None:
     code = (
         "import sys\n"
         "import svc.host._serve, svc.api._server, svc.api\n"
-        "print(sorted(m for m in ('quart', 'flask', 'jinja2', 'markdown_it', 'svc.api._pages') if m in sys.modules))\n"
+        "stacks = ('mcp', 'mcp_types', 'pydantic', 'quart', 'flask', 'jinja2', 'markdown_it', 'svc.api._pages')\n"
+        "print(sorted(m for m in stacks if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
