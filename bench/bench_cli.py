@@ -855,7 +855,7 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             measured = f"{theirs['median_s']:.3f} s, {theirs['peak_rss_mib_max']:.0f} MiB ({agree})"
             rows.append((f"the earlier svc ({before['source']}), {n} issues", measured, "", "—"))
             ratio = ours["median_s"] / theirs["median_s"]
-            label = f"svc plan next, {n} issues, first read, beside it"
+            label = f"svc plan next, {n} issues, first read, beside the earlier svc"
             measured = f"{ours['median_s']:.3f} s ({ratio:.2f}× the earlier svc)"
             if size == "1000":
                 limit = TARGETS["plan_next_1000_s"] / NOW[size]
