@@ -11,6 +11,7 @@ answers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
@@ -176,9 +177,8 @@ async def take(ctx: Context, params: TakeInput) -> PlanTake:
     """Claim the session's next issue in one step (and start it, when asked)."""
     from svc.capabilities._plan_claims import take_issue
 
-    return await take_issue(
-        ctx, session=params.session, milestone=params.milestone, start=params.start, intent=params.intent
-    )
+    start = partial(start_issue, ctx) if params.start else None
+    return await take_issue(ctx, session=params.session, milestone=params.milestone, start=start, intent=params.intent)
 
 
 def record(repo: Repository, params: RecordInput) -> PlanMilestoneRecord | PlanIssueRecord:

@@ -12,7 +12,6 @@ releases it and moves on.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
 import msgspec
 import trio
@@ -38,6 +37,7 @@ from svc.plan import (
     PlanNextIssue,
     PlanSkipped,
     PlanTake,
+    PlanTransitionResult,
     Snapshot,
     known_domains,
     next_issue,
@@ -184,9 +184,16 @@ async def take_for(
 
 
 async def take_issue(
-    ctx: Context, *, session: str | None, milestone: str | None, start: bool, intent: str | None
+    ctx: Context,
+    *,
+    session: str | None,
+    milestone: str | None,
+    start: Callable[[str], PlanTransitionResult] | None,
+    intent: str | None,
 ) -> PlanTake:
     """`plan.take`: claim the session's next issue exclusively (`take_for`), and with `start` move it to ACTIVE.
+
+    `start` is the move of the issue taken (by its id; blocking, run in a worker thread), when one is asked.
 
     When the start move is refused, a claim written by this call is released before the refusal is answered.
 
@@ -204,12 +211,10 @@ async def take_issue(
     answer, written = await take_for(
         coop, snapshot, session=named, peer=mcp_peer(ctx), milestone=milestone, intent=intent
     )
-    if not start or answer.issue is None:
+    if start is None or answer.issue is None:
         return answer
-    from svc.capabilities._plan import start_issue
-
     try:
-        started = await trio.to_thread.run_sync(partial(start_issue, ctx, answer.issue.id))
+        started = await trio.to_thread.run_sync(start, answer.issue.id)
     except Exception:
         if written is not None:
             await coop.release(written.key)
