@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from svc.registry._text_kinds import array_kinds
+
 __all__ = [
     "BENCHMARKED",
     "NO_CACHE",
@@ -238,8 +240,6 @@ class Capability:
     @property
     def cli_usage(self) -> str | None:
         """How a person runs it on the command line (`svc plan start|verify|done ISSUE`), or None."""
-        from svc.registry._binding import array_kinds
-
         presets = self.exposure.cli_presets
         fixed = set(presets[0].input) if presets else set()
         arrays = array_kinds(self.input)

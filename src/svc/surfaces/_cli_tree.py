@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import inspect as mi
 
-from svc.registry._binding import array_kinds, text_kinds
+from svc.registry._text_kinds import array_kinds, text_kinds
 from svc.surfaces._cli_model import VERSION_OPTION, CliCommand, CliParameter, ParameterKind
 from svc.surfaces._commands import INFRASTRUCTURE, InfrastructureCommand, SvcOptions
 
