@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from svc.cli._render import field_text, flatten, peer_drawing
+from svc.cli._plain import field_text, flatten, peer_drawing
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
