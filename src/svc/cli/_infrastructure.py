@@ -15,14 +15,14 @@ import trio
 
 from svc._errors import SvcError
 from svc._version import __version__
-from svc.cli._main import (
+from svc.cli._shared import (
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_REFUSED,
-    _builtin_registry,
-    _configure_logging,
-    _fail,
-    _repository,
+    builtin_registry,
+    configure_logging,
+    fail,
+    repository,
 )
 from svc.surfaces._commands import (
     CommandsRefreshOptions,
@@ -48,27 +48,27 @@ __all__ = [
 
 
 async def on_serve(ctx: click.Context, options: ServeOptions) -> None:
-    _configure_logging(logging.INFO)
+    configure_logging(logging.INFO)
     from svc.cli._exit import arm
     from svc.plan._prime import priming
 
     arm()
     try:
-        repo = _repository(ctx)
+        repo = repository(ctx)
         # Before the web stack is imported: a large plan is read on the other processor meanwhile.
         with priming(repo):
             from svc.host import serve
 
             await serve(repo, port=options.port)
     except SvcError as exc:
-        _fail(exc)
+        fail(exc)
     except OSError as exc:
         click.echo(f"svc: unavailable: cannot serve: {exc.strerror or exc}", err=True)
         raise SystemExit(EXIT_INTERNAL) from None
 
 
 async def on_mcp(ctx: click.Context, options: McpOptions) -> None:
-    _configure_logging(logging.INFO)
+    configure_logging(logging.INFO)
     from svc.cli._exit import arm
 
     arm()
@@ -76,10 +76,10 @@ async def on_mcp(ctx: click.Context, options: McpOptions) -> None:
     from svc.surfaces._mcp_catalog import UnknownToolSet, tool_set
 
     try:
-        tools = tool_set(mcp_catalog(_builtin_registry()), options.tools)
+        tools = tool_set(mcp_catalog(builtin_registry()), options.tools)
     except UnknownToolSet as exc:
         raise click.BadParameter(str(exc), ctx=ctx, param_hint="'--tools'") from None
-    repo = _repository(ctx)
+    repo = repository(ctx)
     if options.inspect:
         import httpx
 
@@ -94,7 +94,7 @@ async def on_mcp(ctx: click.Context, options: McpOptions) -> None:
     try:
         await run_mcp(repo, port=options.port, standalone=options.standalone, tools=tools)
     except SvcError as exc:
-        _fail(exc)
+        fail(exc)
     except OSError as exc:
         click.echo(f"svc: unavailable: cannot serve: {exc.strerror or exc}", err=True)
         raise SystemExit(EXIT_INTERNAL) from None
@@ -103,8 +103,8 @@ async def on_mcp(ctx: click.Context, options: McpOptions) -> None:
 async def on_generate(ctx: click.Context, options: GenerateOptions) -> None:
     from svc.cli._generate import check_documents, write_documents
 
-    repo = _repository(ctx)
-    registry = _builtin_registry()
+    repo = repository(ctx)
+    registry = builtin_registry()
     if options.check:
         stale = await trio.to_thread.run_sync(check_documents, repo, registry, click.echo)
         raise SystemExit(EXIT_REFUSED if stale else EXIT_OK)
@@ -115,9 +115,9 @@ async def on_commands_refresh(ctx: click.Context, options: CommandsRefreshOption
     from svc.layer._command_sources import CACHE, refresh_command_graph
     from svc.surfaces import executable_commands
 
-    executable = executable_commands(_builtin_registry())
+    executable = executable_commands(builtin_registry())
     try:
-        graph = await trio.to_thread.run_sync(refresh_command_graph, _repository(ctx).root, executable)
+        graph = await trio.to_thread.run_sync(refresh_command_graph, repository(ctx).root, executable)
     except OSError as exc:
         click.echo(f"svc: unavailable: cannot write {CACHE}: {exc.strerror or exc}", err=True)
         raise SystemExit(EXIT_INTERNAL) from None
@@ -134,11 +134,11 @@ async def on_repair_ledger(ctx: click.Context, options: RepairLedgerOptions) -> 
     from svc.plan import repair_ledger
 
     try:
-        repo = _repository(ctx)
+        repo = repository(ctx)
         require_layer(repo)
         repair = await trio.to_thread.run_sync(repair_ledger, repo)
     except SvcError as exc:
-        _fail(exc)
+        fail(exc)
         return
     for path in repair.removed:
         click.echo(f"removed   {path}")
@@ -161,11 +161,11 @@ async def on_reseal(ctx: click.Context, options: ResealOptions) -> None:
             f"Missing option '--domain': the seal domain the stamps were sealed under (svc recognises: {known})",
             ctx=ctx,
         )
-    run = partial(reseal, _repository(ctx), options.domain, write=options.write, by=f"svc/{__version__}")
+    run = partial(reseal, repository(ctx), options.domain, write=options.write, by=f"svc/{__version__}")
     try:
         done = await trio.to_thread.run_sync(run)
     except SvcError as exc:
-        _fail(exc)
+        fail(exc)
         return
     for path in done.removed:
         click.echo(f"removed        {path}")
@@ -204,13 +204,13 @@ async def on_reseal(ctx: click.Context, options: ResealOptions) -> None:
 async def on_run(ctx: click.Context, options: RunOptions) -> None:
     from svc.cli._runs import run_command
 
-    await _exit_with(lambda: run_command(_repository(ctx), options))
+    await _exit_with(lambda: run_command(repository(ctx), options))
 
 
 async def on_follow(ctx: click.Context, options: FollowOptions) -> None:
     from svc.cli._runs import follow_command
 
-    await _exit_with(lambda: follow_command(_repository(ctx), options))
+    await _exit_with(lambda: follow_command(repository(ctx), options))
 
 
 async def _exit_with(command: Callable[[], Awaitable[int]]) -> None:
@@ -218,7 +218,7 @@ async def _exit_with(command: Callable[[], Awaitable[int]]) -> None:
     try:
         code = await command()
     except SvcError as exc:
-        _fail(exc)
+        fail(exc)
         return
     if code != EXIT_OK:
         raise SystemExit(code)

@@ -29,6 +29,13 @@ import msgspec
 from svc._errors import Internal, SvcError
 from svc._log import LazyLogger
 from svc._version import __version__
+from svc.cli._shared import (
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_REFUSED,
+    fail,
+    repository,
+)
 from svc.cli._tree import CliDescription, CliEntry, describe_cli, load_description
 from svc.surfaces._cli_model import VERSION_OPTION, CliParameter
 from svc.surfaces._commands import (
@@ -49,8 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = ["build_cli", "main"]
 
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 10
-
 _log = LazyLogger("svc.cli")
 
 #: Set while `main` parses and answers with no event loop: a command that needs one says so (`_NeedsLoop`).
@@ -70,34 +75,6 @@ async def _on_trio(run: Callable[[], Awaitable[None]]) -> None:
     if _DRIVEN.get():
         raise _NeedsLoop(run)
     await run()
-
-
-def _builtin_registry() -> Registry:
-    from svc.capabilities import builtin_registry
-
-    return builtin_registry()
-
-
-def _fail(exc: SvcError) -> None:
-    from svc.cli._terms import cli_terms
-
-    click.echo(f"svc: {exc.code}: {cli_terms(exc.message, _builtin_registry)}", err=True)
-    raise SystemExit(exc.exit_code)
-
-
-def _repository(ctx: click.Context) -> Repository:
-    from svc.layer import Repository
-
-    start: Path | None = ctx.find_root().params.get("repo")
-    return Repository.discover(start)
-
-
-def _configure_logging(level: int) -> None:
-    """Log svc's own records at `level` to stderr, and other libraries' (MCP SDK, hypercorn) from warnings on."""
-    import logging
-
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
-    logging.getLogger("svc").setLevel(level)
 
 
 def _click_parameter(param: CliParameter, *, typed: bool) -> click.Parameter:
@@ -164,7 +141,7 @@ def _capability_command(entry: CliEntry, find: _Finder) -> click.Command:
             for item in (value if isinstance(value, tuple) else (value,))
         ]
         cap = find(entry)
-        repo = _repository(ctx)
+        repo = repository(ctx)
         if entry.direct and not any(values.get(name) is not None for name in entry.live):
             if _DRIVEN.get():
                 # The process ends right after this answer (`_exit`): a collection would walk every object the
@@ -188,13 +165,13 @@ def _answer_here(cap: Capability, repo: Repository, items: list[tuple[str, str]]
     try:
         return msgspec.json.encode(cap.read(repo, decode_text(cap, items)))
     except SvcError as exc:
-        _fail(exc)
+        fail(exc)
     except Exception as exc:
         import secrets
 
         correlation = "c-" + secrets.token_hex(4)
         _log.error("capability %s failed (correlation id %s)", cap.id, correlation, exc_info=exc)
-        _fail(Internal(f"internal error (correlation id {correlation})"))
+        fail(Internal(f"internal error (correlation id {correlation})"))
     raise AssertionError("unreachable")
 
 
@@ -213,7 +190,7 @@ async def _answer_on_trio(
             else:
                 body = await call_watched(executor, cap, params, actor=_cli_actor())
     except SvcError as exc:
-        _fail(exc)
+        fail(exc)
         return
     _show(cap, repo, body, as_json=as_json, full=full)
 
@@ -324,7 +301,7 @@ def build_cli(registry: Registry | None = None) -> click.Group:
 
 def _build(description: CliDescription, find: _Finder) -> click.Group:
     async def root(**_: Any) -> None:
-        """The options of `svc` itself are read where they are needed (`_repository`)."""
+        """The options of `svc` itself are read where they are needed (`repository`)."""
 
     svc = click.Group(
         "svc",

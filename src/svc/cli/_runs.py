@@ -20,6 +20,7 @@ import msgspec
 from svc._errors import InvalidInput, Unavailable
 from svc.capabilities import builtin_registry
 from svc.cli._render import render
+from svc.cli._shared import EXIT_OK, EXIT_REFUSED
 from svc.cli._watch import Watch, show_local
 from svc.registry import input_problems
 from svc.runtime import EventReporter
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["call_watched", "follow_command", "run_command"]
 
-EXIT_OK, EXIT_REFUSED = 0, 10
 #: The exit code when a second Ctrl-C stopped following (the shell's code of SIGINT).
 EXIT_STOPPED = 130
 
