@@ -17,7 +17,7 @@ import trio
 
 from svc.cli import _exit
 from svc.layer import Repository
-from svc.plan import _cache, _prime, read_snapshot
+from svc.plan import _cache, _prime, _primer, read_snapshot
 from svc.plan._store import Snapshot
 from tests.plan.conftest import AHEAD_NS, Counts
 
@@ -68,7 +68,7 @@ class _Fake:
         if self.returncode is None:
             self.waited.append(timeout if timeout is not None else -1.0)
             self.returncode = 0  # the primer's own read, here in this process, must not wait for itself
-            assert _prime._main(_prime._command(self.repo)[3:]) == 0
+            assert _primer.main(_prime._command(self.repo)[3:]) == 0
         return self.returncode
 
     def poll(self) -> int | None:

@@ -78,7 +78,6 @@ if TYPE_CHECKING:
     from svc.plan._store import ResealStamp as ResealStamp
     from svc.plan._store import Snapshot as Snapshot
     from svc.plan._store import move_issue as move_issue
-    from svc.plan._store import project_directory as project_directory
     from svc.plan._store import read_plan as read_plan
     from svc.plan._store import read_snapshot as read_snapshot
     from svc.plan._store import repair_ledger as repair_ledger
@@ -97,6 +96,7 @@ if TYPE_CHECKING:
     from svc.plan._views import status_report as status_report
     from svc.plan._views import validation as validation
     from svc.plan._views import wave_report as wave_report
+    from svc.plan._where import project_directory as project_directory
 
 __getattr__, __dir__ = _lazy.exports(__name__, __file__)
 

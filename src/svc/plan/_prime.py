@@ -3,7 +3,7 @@
 A server's start imports the web and MCP stacks and builds the object index, all on one processor; a first read
 of a plan of thousands of issues with no parse cache then takes seconds more, on the first request. So a
 serving process (`svc serve` before those imports, and every `serve_checkout`) enters `priming(repo)`: for a
-plan of at least `PRIME_MIN` issue files it starts `python -m svc.plan._prime`, which reads the plan once on
+plan of at least `PRIME_MIN` issue files it starts `python -m svc.plan._primer`, which reads the plan once on
 the other processor, in one process (no parsing helper of its own), storing the parse cache and the
 derivation (`_cache.py`) as any read does. Every read of the plan in the serving process first waits for a
 primer of its checkout still running (`await_primer`), then reads as always: with what the primer stored, it
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from svc._log import LazyLogger
 from svc.layer import Repository, Unreadable, check_repository_dir
+from svc.plan._where import project_directory, select_record
 
 if TYPE_CHECKING:
     import subprocess
@@ -140,8 +141,6 @@ def _start(repo: Repository) -> _Primer | None:
 
 def _issue_files(repo: Repository) -> int:
     """How many `*.yaml` names the plan's issues directory lists (0 when it cannot be listed)."""
-    from svc.plan._store import project_directory, select_record
-
     try:
         directory = project_directory(repo)
         if directory is None:
@@ -158,24 +157,8 @@ def _command(repo: Repository) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "svc.plan._prime",
+        "svc.plan._primer",
         str(repo.root),
         str(repo.git_dir or ""),
         str(repo.common_dir or ""),
     ]
-
-
-def _main(argv: list[str]) -> int:
-    """`python -m svc.plan._prime ROOT GIT_DIR COMMON_DIR`: read the plan of that checkout once, alone."""
-    from svc.plan._store import read_snapshot
-
-    root, git_dir, common_dir = argv
-    repo = Repository(
-        root=Path(root), git_dir=Path(git_dir) if git_dir else None, common_dir=Path(common_dir) if common_dir else None
-    )
-    read_snapshot(repo, helper=False)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))

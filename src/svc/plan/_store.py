@@ -19,7 +19,7 @@ import fcntl
 import os
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import msgspec
 
@@ -27,14 +27,12 @@ from svc._errors import Internal, InvalidInput, NotFound
 from svc._gc import gc_paused
 from svc._log import LazyLogger
 from svc.layer import (
-    DEFAULT_SECTIONS,
     Repository,
     ScannedFile,
     Unreadable,
     check_repository_dir,
     clip,
     ensure_local_state,
-    read_manifest,
     read_repository_file,
     remove_stale_temps,
     scan_repository_dir,
@@ -51,6 +49,7 @@ from svc.plan._pending import PENDING, PendingEvent, clear_pending, read_pending
 from svc.plan._prime import await_primer
 from svc.plan._seal import MOVES, SEAL_SCHEMA, Move, domain_problem, known_domains, seal, sealing_domain
 from svc.plan._views import next_ready
+from svc.plan._where import locate, project_directory, select_record
 
 __all__ = [
     "LEDGER",
@@ -60,7 +59,6 @@ __all__ = [
     "ResealStamp",
     "Snapshot",
     "move_issue",
-    "project_directory",
     "read_plan",
     "read_snapshot",
     "repair_ledger",
@@ -74,37 +72,9 @@ LOCK = "plan.lock"
 LEDGER = "ledger.jsonl"
 
 
-def project_directory(repo: Repository) -> Path | None:
-    """The plan records' directory (the manifest's `project` section), or None when the layer is absent."""
-    return _location(repo)[0]
-
-
-def _layer_finding(message: str) -> PlanFinding:
-    return PlanFinding(level="FAIL", code="layer", subject="layer", message=clip(message))
-
-
 def _unreadable(subject: str, exc: Unreadable) -> PlanFinding:
     message = f"{exc.path} cannot be read ({exc.reason}); left out"
     return PlanFinding(level="FAIL", code="unreadable", subject=clip(subject), message=clip(message))
-
-
-def _location(repo: Repository) -> tuple[Path | None, list[PlanFinding]]:
-    """The records' directory, or None with the findings that say why the layer cannot be read."""
-    if not repo.has_layer:
-        return None, []
-    reading = read_manifest(repo)
-    if not reading.usable:
-        return None, [_layer_finding(f"{p}; the layer reads as absent, so the plan is empty") for p in reading.problems]
-    rel = reading.sections.get("project", DEFAULT_SECTIONS["project"])
-    parts = PurePosixPath(rel).parts
-    if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
-        return None, [_layer_finding(f"the project section {rel!r} is not a path inside .ai/; the plan is empty")]
-    return repo.layer / rel, []
-
-
-def select_record(name: str) -> bool:
-    """Whether a directory entry's name is a record file's (`*.yaml`, dot files skipped)."""
-    return not name.startswith(".") and name.endswith(".yaml")
 
 
 def _is_project(name: str) -> bool:
@@ -287,7 +257,7 @@ def read_snapshot(repo: Repository, *, exact: bool = False, helper: bool = True)
 
 
 def _snapshot(repo: Repository, exact: bool, helper: bool) -> Snapshot:
-    directory, findings = _location(repo)
+    directory, findings = locate(repo)
     if directory is None:
         records = Records(findings=tuple(findings))
         return Snapshot(records=records, plan=derive(records))
