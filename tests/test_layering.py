@@ -1,4 +1,5 @@
-"""The packages of `src/svc` form layers: no circle, no import upwards, no web, MCP or CLI library in the core.
+"""The packages of `src/svc` form layers: no circle, no import upwards, no web, MCP or CLI library in the core;
+and no two modules import each other, however indirectly.
 
 Every import of every module is read with `ast`: at module level, inside functions (lazy), and under
 `if TYPE_CHECKING:` (type-only). Each is mapped to the svc package it names (`svc.registry._binding` is
@@ -105,6 +106,8 @@ class Import:
     lazy: bool
     #: Under `if TYPE_CHECKING:`: never runs.
     type_only: bool
+    #: The names a `from module import ...` takes (a submodule among them is imported too).
+    names: tuple[str, ...] = ()
 
     @property
     def where(self) -> str:
@@ -142,8 +145,9 @@ class _Reader(ast.NodeVisitor):
         self.type_checking = 0
         self.found: list[Import] = []
 
-    def _add(self, node: ast.stmt, module: str) -> None:
-        self.found.append(Import(self.path, node.lineno, module, self.functions > 0, self.type_checking > 0))
+    def _add(self, node: ast.stmt, module: str, names: tuple[str, ...] = ()) -> None:
+        lazy, type_only = self.functions > 0, self.type_checking > 0
+        self.found.append(Import(self.path, node.lineno, module, lazy, type_only, names))
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.functions += 1
@@ -178,7 +182,7 @@ class _Reader(ast.NodeVisitor):
             for alias in node.names:
                 self._add(node, f"{base}.{alias.name}")
         else:
-            self._add(node, base)
+            self._add(node, base, tuple(alias.name for alias in node.names))
 
 
 def read_imports(source: str, path: str, module: str, *, is_package: bool = False) -> list[Import]:
@@ -214,6 +218,28 @@ def package_graph(imports: Iterable[tuple[str, Import]], *, type_only: bool) -> 
         if target is None or target == source or (imp.type_only and not type_only):
             continue
         graph[source].add(target)
+    return graph
+
+
+def module_graph(*, type_only: bool) -> dict[str, set[str]]:
+    """Module → the svc modules it imports, at module level or lazily (type-only imports counted if asked).
+
+    `from svc.plan import read_snapshot` names the module `svc.plan` (the package's `__init__`); `from svc.cli
+    import _main` names `svc.cli._main`.
+    """
+    modules = dict(svc_files())
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    for module, path in modules.items():
+        for imp in read_imports(path.read_text(), str(path), module, is_package=path.stem == "__init__"):
+            if imp.type_only and not type_only:
+                continue
+            submodules = {f"{imp.module}.{name}" for name in imp.names} & modules.keys()
+            target = imp.module
+            while target not in modules and "." in target:
+                target = target.rpartition(".")[0]
+            if not imp.names or len(submodules) < len(imp.names):
+                submodules.add(target)
+            graph[module].update(named for named in submodules if named in modules and named != module)
     return graph
 
 
@@ -276,6 +302,11 @@ def test_the_reader_sees_lazy_type_only_relative_and_top_imports() -> None:
     }
 
 
+def test_the_reader_keeps_the_names_an_import_takes() -> None:
+    found = read_imports("from svc.cli import _main, build_cli\nimport svc.plan\n", "x.py", "svc.cli")
+    assert [(i.module, i.names) for i in found] == [("svc.cli", ("_main", "build_cli")), ("svc.plan", ())]
+
+
 def test_the_cycle_finder_finds_a_circle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
@@ -298,6 +329,12 @@ def test_the_table_points_only_down_and_names_every_package() -> None:
 def test_no_circle_among_packages(type_only: bool) -> None:
     graph = package_graph(all_imports(), type_only=type_only)
     cycle = find_cycle(graph)
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+@pytest.mark.parametrize("type_only", [False, True], ids=["run time", "with type-only imports"])
+def test_no_circle_among_modules(type_only: bool) -> None:
+    cycle = find_cycle(module_graph(type_only=type_only))
     assert cycle is None, " -> ".join(cycle or [])
 
 
