@@ -139,7 +139,6 @@ async def on_repair_ledger(ctx: click.Context, options: RepairLedgerOptions) -> 
         repair = await trio.to_thread.run_sync(repair_ledger, repo)
     except SvcError as exc:
         fail(exc)
-        return
     for path in repair.removed:
         click.echo(f"removed   {path}")
     for event in repair.appended:
@@ -166,7 +165,6 @@ async def on_reseal(ctx: click.Context, options: ResealOptions) -> None:
         done = await trio.to_thread.run_sync(run)
     except SvcError as exc:
         fail(exc)
-        return
     for path in done.removed:
         click.echo(f"removed        {path}")
     for event in done.appended:
@@ -219,6 +217,5 @@ async def _exit_with(command: Callable[[], Awaitable[int]]) -> None:
         code = await command()
     except SvcError as exc:
         fail(exc)
-        return
     if code != EXIT_OK:
         raise SystemExit(code)

@@ -172,7 +172,6 @@ def _answer_here(cap: Capability, repo: Repository, items: list[tuple[str, str]]
         correlation = "c-" + secrets.token_hex(4)
         _log.error("capability %s failed (correlation id %s)", cap.id, correlation, exc_info=exc)
         fail(Internal(f"internal error (correlation id {correlation})"))
-    raise AssertionError("unreachable")
 
 
 async def _answer_on_trio(
@@ -191,7 +190,6 @@ async def _answer_on_trio(
                 body = await call_watched(executor, cap, params, actor=_cli_actor())
     except SvcError as exc:
         fail(exc)
-        return
     _show(cap, repo, body, as_json=as_json, full=full)
 
 
