@@ -2,7 +2,8 @@
 
 Every runtime is a whole `Mesh` (discovery providers, link socket, cooperation) on its own fabric host,
 with its own key, its own checkout and an allowlist naming every runtime's key. Loss, duplication and delay
-come from the fabric's seeded RNG, so every run is the same run.
+come from the fabric's seeded RNG; which datagram meets which draw still varies with trio's scheduling order
+and the hash seed, so the bounds leave room for a slow run.
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ def linked_all(cs: list[Cooperation]) -> bool:
     return all(sum(c.links.linked(o.key, trio.current_time()) for o in cs if o is not c) == len(cs) - 1 for c in cs)
 
 
+#: Linking five runtimes under 30 % loss took 32 to 324 virtual seconds over 75 runs (trio's scheduling order
+#: and the hash seed vary the run): the bound leaves room for the tail, which once passed 600.
+@pytest.mark.bound(1800)
 @pytest.mark.parametrize("count", [3, 5])
 async def test_runtimes_converge_to_one_digest_under_30_percent_loss(
     tmp_path: Path, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, count: int
