@@ -36,8 +36,9 @@ class Supervisor:
     def __init__(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
         self._closing = False
-        #: The runs going now: their cancel scopes, or a token for an unscoped run.
-        self._runs: set[object] = set()
+        #: The cancel scopes of the scoped runs going now, and how many unscoped runs are going.
+        self._scopes: set[trio.CancelScope] = set()
+        self._unscoped = 0
         self._drained: trio.Event | None = None
 
     @classmethod
@@ -64,9 +65,8 @@ class Supervisor:
 
     async def _drain(self) -> None:
         """Cancel every run still going and wait, shielded, at most `UNWIND_SECONDS` for them to end."""
-        for run in self._runs:
-            if isinstance(run, trio.CancelScope):
-                run.cancel()
+        for scope in self._scopes:
+            scope.cancel()
         if not self.active:
             return
         self._drained = trio.Event()
@@ -78,7 +78,7 @@ class Supervisor:
     @property
     def active(self) -> int:
         """How many runs are going now."""
-        return len(self._runs)
+        return len(self._scopes) + self._unscoped
 
     @property
     def nursery(self) -> trio.Nursery:
@@ -104,22 +104,23 @@ class Supervisor:
         if self._closing:
             raise Unavailable("the service is stopping")
         if not scoped:
-            token = object()
-            self._runs.add(token)
+            self._unscoped += 1
             try:
                 return await fn(*args)
             finally:
-                self._ended(token)
+                self._unscoped -= 1
+                self._ended()
         scope = trio.CancelScope()
-        self._runs.add(scope)
+        self._scopes.add(scope)
         try:
             with scope:
                 return await fn(*args)
         finally:
-            self._ended(scope)
+            self._scopes.discard(scope)
+            self._ended()
         raise Unavailable("the service stopped before the call finished")
 
-    def _ended(self, run: object) -> None:
-        self._runs.discard(run)
+    def _ended(self) -> None:
+        """A run ended: the last one to end while the supervisor drains wakes the drain."""
         if not self.active and self._drained is not None:
             self._drained.set()
