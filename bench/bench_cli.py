@@ -417,7 +417,7 @@ def _answer_of_baseline(run: Run) -> dict[str, str]:
 
 def plan_next(root: Path, runs: int, scratch: Path, baseline: Path) -> dict[str, Any]:
     """`svc plan next --json` on a first read and after one, and the baseline, alternating run by run."""
-    argv = [str(SVC), "--repo", str(root), "plan", "next", "--json"]
+    argv = svc_next(root)
     base_argv = [sys.executable, str(baseline), str(root)]
     first: list[Run] = []
     cached: list[Run] = []
@@ -662,9 +662,26 @@ def _measure(
         print(f"bench: first request after start, {served:,} issues, cold then warm", file=sys.stderr)
         cold = first_request(large, cold=True, logs=scratch)
         if not _cache_present(large):
-            _checked(run_process([str(SVC), "--repo", str(large), "plan", "next", "--json"], scratch=scratch), "svc")
+            _checked(run_process(svc_next(large), scratch=scratch), "svc")
         warm = first_request(large, cold=False, logs=scratch, loopback=(runs, scratch))
         result["first_request"] = {"issues": served, "cold": cold, "warm": warm}
+
+
+def svc_next(root: Path) -> list[str]:
+    """`svc --repo ROOT plan next --json`, with the `svc` script of this interpreter's environment."""
+    return [str(SVC), "--repo", str(root), "plan", "next", "--json"]
+
+
+def beside_first_reads(argv: list[str], what: str, root: Path, runs: int, scratch: Path) -> tuple[list[Run], list[Run]]:
+    """`argv` and svc's first read of `root`, alternating run by run, `root`'s caches dropped before each."""
+    theirs: list[Run] = []
+    ours: list[Run] = []
+    for _ in range(runs):
+        _drop_cache(root)
+        theirs.append(_checked(run_process(argv, scratch=scratch), what))
+        _drop_cache(root)
+        ours.append(_checked(run_process(svc_next(root), scratch=scratch), "svc plan next"))
+    return theirs, ours
 
 
 #: task-master's priorities for the plan's p0 to p3.
@@ -706,14 +723,8 @@ def peer_next(peer: Path, root: Path, runs: int, scratch: Path) -> dict[str, Any
     (project / ".taskmaster" / "tasks" / "tasks.json").write_text(json.dumps(peer_tasks(root)), encoding="utf-8")
     version = _checked(run_process([str(peer), "--version"], scratch=scratch), "task-master").stdout.decode().strip()
     peer_argv = [str(peer), "next", "-f", "json", "-p", str(project)]
-    argv = [str(SVC), "--repo", str(root), "plan", "next", "--json"]
     _checked(run_process(peer_argv, scratch=scratch), "task-master next")
-    theirs: list[Run] = []
-    ours: list[Run] = []
-    for _ in range(runs):
-        theirs.append(_checked(run_process(peer_argv, scratch=scratch), "task-master next"))
-        _drop_cache(root)
-        ours.append(_checked(run_process(argv, scratch=scratch), "svc plan next"))
+    theirs, ours = beside_first_reads(peer_argv, "task-master next", root, runs, scratch)
     answer = json.loads(theirs[-1].stdout).get("task") or {}
     return {"version": version, "next": _summary(theirs), "svc_first_read": _summary(ours), "answer": answer.get("id")}
 
@@ -737,14 +748,7 @@ def before_figures(before: Path, roots: dict[int, Path], runs: int, scratch: Pat
     out: dict[str, Any] = {"source": _source(python), "plans": {}}
     for issues, root in roots.items():
         theirs_argv = [str(before), "--repo", str(root), "plan", "next", "--json"]
-        ours_argv = [str(SVC), "--repo", str(root), "plan", "next", "--json"]
-        theirs: list[Run] = []
-        ours: list[Run] = []
-        for _ in range(runs):
-            _drop_cache(root)
-            theirs.append(_checked(run_process(theirs_argv, scratch=scratch), "the earlier svc plan next"))
-            _drop_cache(root)
-            ours.append(_checked(run_process(ours_argv, scratch=scratch), "svc plan next"))
+        theirs, ours = beside_first_reads(theirs_argv, "the earlier svc plan next", root, runs, scratch)
         agree = _answer_of_svc(theirs[-1]) == _answer_of_svc(ours[-1])
         out["plans"][str(issues)] = {"next": _summary(theirs), "svc_first_read": _summary(ours), "answers_agree": agree}
     argv = [str(python), "-X", "importtime", "-m", "svc", "--repo", str(roots[min(roots)]), "plan", "next", "--json"]
